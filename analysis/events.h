@@ -1,0 +1,101 @@
+// The compact event stream that the in-process capture produces and the analysis consumes. The same structs
+// are written to and read from recordings (recording.h), so a replay sees exactly what a live run saw.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rules/call.h"
+
+namespace asynccheck {
+
+enum class Domain : uint8_t { Runtime, Driver };
+
+// One watched API call, as seen by the CUPTI callbacks on the calling thread.
+struct ApiCall {
+  uint64_t correlation_id = 0;  // CUPTI correlation id; activity records of the work it enqueued carry it too
+  uint64_t driver_correlation_id = 0;  // runtime calls: the nested driver call's id (records may carry that one)
+  uint64_t start_ns = 0;        // CUPTI timebase (cuptiGetTimestamp), at API entry
+  uint64_t end_ns = 0;          // at API exit
+  uint32_t thread = 0;          // dense thread number, in order of first watched call (0 = main thread first)
+  uint32_t cbid = 0;            // CUPTI callback id within the domain
+  uint16_t name = 0;            // index into EventLog::api_names ("cudaMemcpyAsync")
+  Domain domain = Domain::Runtime;
+  rules::CallDescription call;  // what the rule engine needs (stream kind etc. are completed by the analysis)
+  uint64_t stream = 0;          // stream handle as passed (0 = default stream)
+  uint64_t src_ptr = 0;         // copies: source address (host or device)
+  uint64_t dst_ptr = 0;         // copies/memsets: destination address
+  uint64_t function = 0;        // launches: the kernel's host function / CUfunction
+  uint64_t handle = 0;          // the stream/event/pointer a call creates or consumes (see ApiKind)
+  uint32_t flags = 0;           // creation flags (stream, event, host alloc), or 0
+  uint32_t stack = 0;           // interned call stack (stacks.h), 0 = not captured
+  int32_t result = 0;           // the call's return code (0 = success)
+};
+
+enum class GpuOpKind : uint8_t { Memcpy, Memset, Kernel, Sync };
+
+// One piece of GPU work (or a GPU-side wait) from a CUPTI activity record.
+struct GpuOp {
+  GpuOpKind kind = GpuOpKind::Kernel;
+  uint64_t correlation_id = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t device = 0;
+  uint32_t context = 0;
+  uint32_t stream_id = 0;  // CUPTI stream id (not the handle); all ops of one stream share it
+  uint64_t bytes = 0;
+  uint8_t copy_kind = 0;   // CUpti_ActivityMemcpyKind
+  uint8_t src_kind = 0;    // CUpti_ActivityMemoryKind as reported by the driver (the truth about pinning)
+  uint8_t dst_kind = 0;
+  uint8_t sync_type = 0;   // CUpti_ActivitySynchronizationType for Sync ops
+  std::string name;        // kernel name (mangled), empty for others
+};
+
+// Something that happened in the process that explains host time without being an API call of ours.
+enum class MarkKind : uint8_t { ContextCreated, ModuleLoaded, ContextDestroyed };
+struct Mark {
+  MarkKind kind = MarkKind::ContextCreated;
+  uint64_t time_ns = 0;
+  uint32_t thread = 0;
+};
+
+// A loaded module (for symbolizing stacks after the process is gone).
+struct Module {
+  uint64_t base = 0;  // lowest mapped address
+  uint64_t end = 0;   // one past the highest
+  uint64_t bias = 0;  // load bias: ip - bias is the address in the file (0 for a non-PIE executable)
+  std::string path;
+};
+
+// One interned call stack: return addresses, innermost first.
+struct Stack {
+  std::vector<uint64_t> frames;
+};
+
+struct RunInfo {
+  std::string program;
+  std::vector<std::string> args;
+  int pid = 0;
+  std::string gpu;           // device name
+  std::string driver;        // driver version, e.g. "13000"
+  std::string cuda_runtime;  // runtime version the program uses, if known
+  std::string monitoring = "on";  // "on", or "off: <reason>" when we failed open
+  uint64_t dropped_records = 0;   // activity records CUPTI dropped
+  uint64_t threshold_ns = 0;      // the held-host threshold in effect
+  rules::Environment env;
+  bool complete = true;           // false when the run ended before we could flush everything
+};
+
+// Everything one run produced: what a recording holds and what the analysis reads.
+struct EventLog {
+  RunInfo run;
+  std::vector<std::string> api_names;  // ApiCall::name indexes this
+  std::vector<ApiCall> calls;  // in order of API entry
+  std::vector<GpuOp> ops;
+  std::vector<Mark> marks;
+  std::vector<Module> modules;
+  std::vector<Stack> stacks;   // stack id N is stacks[N - 1]
+};
+
+}  // namespace asynccheck

@@ -1,0 +1,369 @@
+#include "analysis/recording.h"
+
+#include <charconv>
+#include <istream>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "analysis/names.h"
+
+namespace asynccheck {
+namespace {
+
+constexpr std::string_view kMagic = "asynccheck-recording";
+// A recording is input we did not write ourselves (it may come from anywhere): bound what one line can claim.
+constexpr size_t kMaxFrames = 512;
+constexpr size_t kMaxLine = 1 << 20;
+
+std::vector<std::string_view> split(std::string_view line) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    size_t j = i;
+    while (j < line.size() && line[j] != ' ') ++j;
+    if (j > i) out.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+// Parses the fields of one line in order, remembering the first error with the field's name.
+class Fields {
+ public:
+  Fields(std::vector<std::string_view> tokens, std::string& error) : tokens_(std::move(tokens)), error_(error) {}
+
+  bool count(size_t n, std::string_view shape) {
+    if (tokens_.size() == n) return true;
+    fail("expected " + std::to_string(n - 1) + " fields after '" + std::string(tokens_[0]) + "', got " +
+         std::to_string(tokens_.size() - 1) + " (" + std::string(shape) + ")");
+    return false;
+  }
+  size_t size() const { return tokens_.size(); }
+
+  template <typename Int>
+  Int num(std::string_view field, int base = 10) {
+    std::string_view t = next(field);
+    Int v{};
+    if (!ok_) return v;
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v, base);
+    if (ec != std::errc() || p != t.data() + t.size()) {
+      fail("field '" + std::string(field) + "': '" + std::string(t) + "' is not a " +
+           (base == 16 ? "hexadecimal" : "decimal") + " integer in range");
+    }
+    return v;
+  }
+  bool flag(std::string_view field) {
+    std::string_view t = next(field);
+    if (ok_ && t != "0" && t != "1") fail("field '" + std::string(field) + "': '" + std::string(t) + "' is not 0 or 1");
+    return t == "1";
+  }
+  template <typename Enum>
+  Enum name(std::string_view field) {
+    std::string_view t = next(field);
+    if (!ok_) return Enum{};
+    if (auto v = parse_name<Enum>(t)) return *v;
+    fail("field '" + std::string(field) + "': '" + std::string(t) + "' is not one of: " + valid_names<Enum>());
+    return Enum{};
+  }
+  std::string text(std::string_view field) {
+    std::string_view t = next(field);
+    std::string out;
+    if (ok_ && !percent_decode(t, out)) fail("field '" + std::string(field) + "': bad percent-encoding in '" + std::string(t) + "'");
+    return out;
+  }
+  bool ok() const { return ok_; }
+  void fail(std::string what) {
+    if (ok_) error_ = std::move(what);
+    ok_ = false;
+  }
+
+ private:
+  std::string_view next(std::string_view field) {
+    if (pos_ >= tokens_.size()) {
+      fail("missing field '" + std::string(field) + "'");
+      return {};
+    }
+    return tokens_[pos_++];
+  }
+  std::vector<std::string_view> tokens_;
+  size_t pos_ = 1;
+  bool ok_ = true;
+  std::string& error_;
+};
+
+constexpr std::string_view kCallShape =
+    "call corr driver_corr start end thread domain cbid name api async ptds dir bytes src dst stream_kind pending first "
+    "stream_ordered wait stream src_ptr dst_ptr function handle flags stack result";
+constexpr std::string_view kOpShape =
+    "op kind corr start end device context stream bytes copy_kind src_kind dst_kind sync_type name";
+
+void write_call(std::ostream& o, const ApiCall& c) {
+  const rules::CallDescription& d = c.call;
+  o << "call " << c.correlation_id << ' ' << c.driver_correlation_id << ' ' << c.start_ns << ' ' << c.end_ns << ' ' << c.thread << ' '
+    << name_of(c.domain) << ' ' << c.cbid << ' ' << c.name << ' ' << name_of(d.api) << ' ' << d.async_form << ' '
+    << d.per_thread_variant << ' ' << name_of(d.direction) << ' ' << d.bytes << ' ' << name_of(d.src) << ' '
+    << name_of(d.dst) << ' ' << name_of(d.stream) << ' ' << d.blocking_streams_pending << ' ' << d.first_launch
+    << ' ' << d.stream_ordered_pointer << ' ' << name_of(d.wait_mode) << std::hex << ' ' << c.stream << ' '
+    << c.src_ptr << ' ' << c.dst_ptr << ' ' << c.function << ' ' << c.handle << std::dec << ' ' << c.flags << ' '
+    << c.stack << ' ' << c.result << '\n';
+}
+
+bool read_call(Fields& f, ApiCall& c, size_t api_names) {
+  if (!f.count(29, kCallShape)) return false;
+  rules::CallDescription& d = c.call;
+  c.correlation_id = f.num<uint64_t>("corr");
+  c.driver_correlation_id = f.num<uint64_t>("driver_corr");
+  c.start_ns = f.num<uint64_t>("start");
+  c.end_ns = f.num<uint64_t>("end");
+  c.thread = f.num<uint32_t>("thread");
+  c.domain = f.name<Domain>("domain");
+  c.cbid = f.num<uint32_t>("cbid");
+  c.name = f.num<uint16_t>("name");
+  d.api = f.name<rules::ApiKind>("api");
+  d.async_form = f.flag("async");
+  d.per_thread_variant = f.flag("ptds");
+  d.direction = f.name<rules::CopyDirection>("dir");
+  d.bytes = f.num<uint64_t>("bytes");
+  d.src = f.name<rules::MemoryKind>("src");
+  d.dst = f.name<rules::MemoryKind>("dst");
+  d.stream = f.name<rules::StreamKind>("stream_kind");
+  d.blocking_streams_pending = f.flag("pending");
+  d.first_launch = f.flag("first");
+  d.stream_ordered_pointer = f.flag("stream_ordered");
+  d.wait_mode = f.name<rules::WaitMode>("wait");
+  c.stream = f.num<uint64_t>("stream", 16);
+  c.src_ptr = f.num<uint64_t>("src_ptr", 16);
+  c.dst_ptr = f.num<uint64_t>("dst_ptr", 16);
+  c.function = f.num<uint64_t>("function", 16);
+  c.handle = f.num<uint64_t>("handle", 16);
+  c.flags = f.num<uint32_t>("flags");
+  c.stack = f.num<uint32_t>("stack");
+  c.result = f.num<int32_t>("result");
+  if (f.ok() && c.end_ns < c.start_ns) f.fail("call ends (" + std::to_string(c.end_ns) + ") before it starts");
+  if (f.ok() && c.name >= api_names) f.fail("field 'name': api index " + std::to_string(c.name) + " was not declared by an 'api' line");
+  return f.ok();
+}
+
+void write_op(std::ostream& o, const GpuOp& op) {
+  o << "op " << name_of(op.kind) << ' ' << op.correlation_id << ' ' << op.start_ns << ' ' << op.end_ns << ' '
+    << op.device << ' ' << op.context << ' ' << op.stream_id << ' ' << op.bytes << ' ' << int(op.copy_kind) << ' '
+    << int(op.src_kind) << ' ' << int(op.dst_kind) << ' ' << int(op.sync_type) << ' '
+    << (op.name.empty() ? "-" : percent_encode(op.name)) << '\n';
+}
+
+bool read_op(Fields& f, GpuOp& op) {
+  if (!f.count(14, kOpShape)) return false;
+  op.kind = f.name<GpuOpKind>("kind");
+  op.correlation_id = f.num<uint64_t>("corr");
+  op.start_ns = f.num<uint64_t>("start");
+  op.end_ns = f.num<uint64_t>("end");
+  op.device = f.num<uint32_t>("device");
+  op.context = f.num<uint32_t>("context");
+  op.stream_id = f.num<uint32_t>("stream");
+  op.bytes = f.num<uint64_t>("bytes");
+  op.copy_kind = f.num<uint8_t>("copy_kind");
+  op.src_kind = f.num<uint8_t>("src_kind");
+  op.dst_kind = f.num<uint8_t>("dst_kind");
+  op.sync_type = f.num<uint8_t>("sync_type");
+  op.name = f.text("name");
+  if (op.name == "-") op.name.clear();
+  if (f.ok() && op.end_ns < op.start_ns) f.fail("op ends before it starts");
+  return f.ok();
+}
+
+void write_run(std::ostream& o, const RunInfo& r) {
+  o << "run program=" << percent_encode(r.program) << " pid=" << r.pid << " gpu=" << percent_encode(r.gpu)
+    << " driver=" << percent_encode(r.driver) << " runtime=" << percent_encode(r.cuda_runtime)
+    << " monitoring=" << percent_encode(r.monitoring) << " dropped=" << r.dropped_records
+    << " threshold_ns=" << r.threshold_ns << " module_loading=" << name_of(r.env.module_loading)
+    << " launch_blocking=" << r.env.launch_blocking << " complete=" << r.complete << '\n';
+  for (const std::string& a : r.args) o << "arg " << percent_encode(a) << '\n';
+}
+
+bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::string& error) {
+  for (size_t i = 1; i < tokens.size(); ++i) {
+    std::string_view t = tokens[i];
+    size_t eq = t.find('=');
+    if (eq == std::string_view::npos) {
+      error = "run: '" + std::string(t) + "' is not key=value";
+      return false;
+    }
+    std::string key(t.substr(0, eq));
+    std::vector<std::string_view> one{"run", t.substr(eq + 1)};
+    Fields f(one, error);
+    if (key == "program") r.program = f.text(key);
+    else if (key == "pid") r.pid = f.num<int>(key);
+    else if (key == "gpu") r.gpu = f.text(key);
+    else if (key == "driver") r.driver = f.text(key);
+    else if (key == "runtime") r.cuda_runtime = f.text(key);
+    else if (key == "monitoring") r.monitoring = f.text(key);
+    else if (key == "dropped") r.dropped_records = f.num<uint64_t>(key);
+    else if (key == "threshold_ns") r.threshold_ns = f.num<uint64_t>(key);
+    else if (key == "module_loading") r.env.module_loading = f.name<rules::ModuleLoading>(key);
+    else if (key == "launch_blocking") r.env.launch_blocking = f.flag(key);
+    else if (key == "complete") r.complete = f.flag(key);
+    else {
+      error = "run: unknown key '" + key +
+              "' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, module_loading, "
+              "launch_blocking, complete)";
+      return false;
+    }
+    if (!f.ok()) {
+      error = "run: " + error;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string percent_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  if (text.empty()) return "%00";  // keeps the field a token; decodes to the empty string
+  for (unsigned char ch : text) {
+    if (ch <= ' ' || ch == '%' || ch == 0x7f) {
+      out += '%';
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
+bool percent_decode(std::string_view text, std::string& out) {
+  out.clear();
+  if (text == "%00") return true;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return false;  // a '%' needs two hex digits after it
+    int v = 0;
+    auto [p, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, v, 16);
+    if (ec != std::errc() || p != text.data() + i + 3) return false;
+    out += static_cast<char>(v);
+    i += 2;
+  }
+  return true;
+}
+
+void write_recording(std::ostream& o, const EventLog& log) {
+  o << kMagic << ' ' << kRecordingVersion << '\n';
+  write_run(o, log.run);
+  for (size_t i = 0; i < log.api_names.size(); ++i) o << "api " << i << ' ' << percent_encode(log.api_names[i]) << '\n';
+  for (const Module& m : log.modules) {
+    o << "module " << std::hex << m.base << ' ' << m.end << ' ' << m.bias << std::dec << ' ' << percent_encode(m.path) << '\n';
+  }
+  for (size_t i = 0; i < log.stacks.size(); ++i) {
+    o << "stack " << (i + 1) << std::hex;
+    for (uint64_t ip : log.stacks[i].frames) o << ' ' << ip;
+    o << std::dec << '\n';
+  }
+  for (const ApiCall& c : log.calls) write_call(o, c);
+  for (const GpuOp& op : log.ops) write_op(o, op);
+  for (const Mark& m : log.marks) o << "mark " << name_of(m.kind) << ' ' << m.time_ns << ' ' << m.thread << '\n';
+  o << "end\n";
+}
+
+bool read_recording(std::istream& in, EventLog& log, std::string& error) {
+  log = EventLog{};
+  std::string line, what;
+  size_t lineno = 0;
+  bool ended = false;
+  auto fail = [&](const std::string& msg) {
+    error = "line " + std::to_string(lineno) + ": " + msg;
+    return false;
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.size() > kMaxLine) return fail("line longer than " + std::to_string(kMaxLine) + " bytes");
+    if (ended) return fail("content after 'end'");
+    std::vector<std::string_view> tokens = split(line);
+    if (lineno == 1) {
+      if (tokens.size() != 2 || tokens[0] != kMagic) {
+        return fail("not an asynccheck recording (expected first line '" + std::string(kMagic) + " " +
+                    std::to_string(kRecordingVersion) + "')");
+      }
+      if (tokens[1] != std::to_string(kRecordingVersion)) {
+        return fail("recording version '" + std::string(tokens[1]) + "' is not supported (this asynccheck reads version " +
+                    std::to_string(kRecordingVersion) + ")");
+      }
+      continue;
+    }
+    if (tokens.empty()) continue;
+    std::string_view tag = tokens[0];
+    Fields f(tokens, what);
+    if (tag == "run") {
+      if (!read_run(tokens, log.run, what)) return fail(what);
+    } else if (tag == "arg") {
+      if (!f.count(2, "arg text")) return fail(what);
+      std::string arg = f.text("text");
+      if (!f.ok()) return fail(what);
+      log.run.args.push_back(std::move(arg));
+    } else if (tag == "api") {
+      if (!f.count(3, "api index name")) return fail(what);
+      size_t idx = f.num<size_t>("index");
+      std::string name = f.text("name");
+      if (f.ok() && idx != log.api_names.size()) f.fail("api index " + std::to_string(idx) + " out of order (expected " + std::to_string(log.api_names.size()) + ")");
+      if (f.ok() && log.api_names.size() >= 65535) f.fail("more than 65535 api names");
+      if (!f.ok()) return fail(what);
+      log.api_names.push_back(std::move(name));
+    } else if (tag == "module") {
+      if (!f.count(5, "module base end bias path")) return fail(what);
+      Module m;
+      m.base = f.num<uint64_t>("base", 16);
+      m.end = f.num<uint64_t>("end", 16);
+      m.bias = f.num<uint64_t>("bias", 16);
+      m.path = f.text("path");
+      if (f.ok() && m.end < m.base) f.fail("module ends before its base");
+      if (!f.ok()) return fail(what);
+      log.modules.push_back(std::move(m));
+    } else if (tag == "stack") {
+      if (f.size() < 2) return fail("stack: missing id");
+      if (f.size() - 2 > kMaxFrames) return fail("stack with more than " + std::to_string(kMaxFrames) + " frames");
+      size_t id = f.num<size_t>("id");
+      if (f.ok() && id != log.stacks.size() + 1) f.fail("stack id " + std::to_string(id) + " out of order (expected " + std::to_string(log.stacks.size() + 1) + ")");
+      Stack s;
+      for (size_t i = 2; i < f.size() && f.ok(); ++i) s.frames.push_back(f.num<uint64_t>("frame", 16));
+      if (!f.ok()) return fail(what);
+      log.stacks.push_back(std::move(s));
+    } else if (tag == "call") {
+      ApiCall c;
+      if (!read_call(f, c, log.api_names.size())) return fail(what);
+      if (c.stack > log.stacks.size()) return fail("call refers to stack " + std::to_string(c.stack) + ", which was not declared");
+      log.calls.push_back(c);
+    } else if (tag == "op") {
+      GpuOp op;
+      if (!read_op(f, op)) return fail(what);
+      log.ops.push_back(std::move(op));
+    } else if (tag == "mark") {
+      if (!f.count(4, "mark kind time thread")) return fail(what);
+      Mark m;
+      m.kind = f.name<MarkKind>("kind");
+      m.time_ns = f.num<uint64_t>("time");
+      m.thread = f.num<uint32_t>("thread");
+      if (!f.ok()) return fail(what);
+      log.marks.push_back(m);
+    } else if (tag == "end") {
+      ended = true;
+    } else {
+      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, call, op, mark, end)");
+    }
+  }
+  if (lineno == 0) {
+    error = "empty file: not an asynccheck recording";
+    return false;
+  }
+  if (!ended) log.run.complete = false;  // truncated: keep what was read, say so
+  return true;
+}
+
+}  // namespace asynccheck

@@ -1,0 +1,34 @@
+// Recordings: the captured event stream of one run in a versioned, line-oriented text file. A recording made on
+// a GPU machine replays on any machine (CI) into exactly the findings of the live run.
+//
+//   asynccheck-recording 1
+//   run <key>=<value> ...          program, pid, gpu, driver, monitoring, dropped, threshold_ns, ...
+//   arg <text>                     one per program argument
+//   api <index> <name>             names of the watched APIs, indexed by `call` lines
+//   module <base> <end> <bias> <path>  loaded modules, hex addresses
+//   stack <id> <frame> ...         interned call stacks, hex return addresses, innermost first
+//   call <fields...>               one per watched API call (see kCallFields in recording.cpp)
+//   op <fields...>                 one per GPU operation from the activity records
+//   mark <kind> <time> <thread>    context creation, module loads
+//   end                            written last: a recording without it is incomplete
+// Text fields are percent-encoded (space, %, control characters), so every field is one token.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "analysis/events.h"
+
+namespace asynccheck {
+
+inline constexpr int kRecordingVersion = 1;
+
+void write_recording(std::ostream& out, const EventLog& log);
+
+// Reads a recording. On failure returns false and sets `error` to "line N: <what is wrong> (<what is valid>)".
+bool read_recording(std::istream& in, EventLog& log, std::string& error);
+
+std::string percent_encode(std::string_view text);
+bool percent_decode(std::string_view text, std::string& out);
+
+}  // namespace asynccheck

@@ -1,0 +1,209 @@
+#include "cupti/activity.h"
+
+#include <cupti.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace asynccheck::cupti {
+namespace {
+
+struct Completed {
+  uint8_t* buffer;
+  size_t valid;
+};
+
+// Shared between CUPTI's callbacks and our worker. The application's threads never touch it.
+struct State {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Completed> ready;   // handed off by bufferCompleted, not yet decoded
+  std::vector<uint8_t*> pool;    // decoded buffers for reuse
+  std::vector<GpuOp> ops;        // decoded
+  std::string device;
+  uint64_t dropped = 0;
+  size_t buffer_bytes = 8 << 20;
+  size_t in_flight = 0;          // buffers taken by the worker and not yet decoded
+  bool worker_started = false;
+};
+
+State& state() {
+  static State* s = new State;  // never destroyed: CUPTI may call back during exit
+  return *s;
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  State& s = state();
+  uint8_t* b = nullptr;
+  {
+    std::lock_guard lock(s.mu);
+    if (!s.pool.empty()) {
+      b = s.pool.back();
+      s.pool.pop_back();
+    }
+  }
+  if (b == nullptr) b = static_cast<uint8_t*>(std::aligned_alloc(8, s.buffer_bytes));
+  *buffer = b;
+  *size = b ? s.buffer_bytes : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
+  State& s = state();
+  size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) != CUPTI_SUCCESS) dropped = 0;
+  {
+    std::lock_guard lock(s.mu);
+    s.dropped += dropped;
+    s.ready.push_back({buffer, valid});
+  }
+  s.cv.notify_all();  // the worker and a flush may both be waiting
+}
+
+void worker() {
+  State& s = state();
+  std::unique_lock lock(s.mu);
+  for (;;) {
+    s.cv.wait(lock, [&] { return !s.ready.empty(); });
+    Completed c = s.ready.front();
+    s.ready.pop_front();
+    ++s.in_flight;
+    lock.unlock();
+    std::vector<GpuOp> ops;
+    std::string device;
+    decode_buffer(c.buffer, c.valid, ops, &device);
+    lock.lock();
+    s.ops.insert(s.ops.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
+    if (!device.empty() && s.device.empty()) s.device = device;
+    s.pool.push_back(c.buffer);
+    --s.in_flight;
+    s.cv.notify_all();
+  }
+}
+
+}  // namespace
+
+void decode_buffer(const uint8_t* buffer, size_t valid, std::vector<GpuOp>& out, std::string* device) {
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(const_cast<uint8_t*>(buffer), valid, &record) == CUPTI_SUCCESS) {
+    GpuOp op;
+    switch (record->kind) {
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+        op.kind = GpuOpKind::Memcpy;
+        op.correlation_id = r->correlationId;
+        op.start_ns = r->start;
+        op.end_ns = r->end;
+        op.device = r->deviceId;
+        op.context = r->contextId;
+        op.stream_id = r->streamId;
+        op.bytes = r->bytes;
+        op.copy_kind = r->copyKind;
+        op.src_kind = r->srcKind;
+        op.dst_kind = r->dstKind;
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        auto* r = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+        op.kind = GpuOpKind::Memset;
+        op.correlation_id = r->correlationId;
+        op.start_ns = r->start;
+        op.end_ns = r->end;
+        op.device = r->deviceId;
+        op.context = r->contextId;
+        op.stream_id = r->streamId;
+        op.bytes = r->bytes;
+        op.dst_kind = static_cast<uint8_t>(r->memoryKind);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        auto* r = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+        op.kind = GpuOpKind::Kernel;
+        op.correlation_id = r->correlationId;
+        op.start_ns = r->start;
+        op.end_ns = r->end;
+        op.device = r->deviceId;
+        op.context = r->contextId;
+        op.stream_id = r->streamId;
+        op.name = r->name ? r->name : "";
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+        auto* r = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
+        op.kind = GpuOpKind::Sync;
+        op.correlation_id = r->correlationId;
+        op.start_ns = r->start;
+        op.end_ns = r->end;
+        op.context = r->contextId;
+        op.stream_id = r->streamId;
+        op.sync_type = static_cast<uint8_t>(r->type);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_DEVICE: {
+        auto* r = reinterpret_cast<const CUpti_ActivityDevice5*>(record);
+        if (device && device->empty() && r->name) *device = r->name;
+        continue;
+      }
+      default:
+        continue;
+    }
+    if (op.end_ns < op.start_ns) op.end_ns = op.start_ns;  // CUPTI reports 0 for records it could not time
+    out.push_back(std::move(op));
+  }
+}
+
+bool enable_activity(size_t buffer_bytes, std::string& error) {
+  State& s = state();
+  s.buffer_bytes = buffer_bytes;
+  if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
+    error = "cuptiActivityRegisterCallbacks failed";
+    return false;
+  }
+  // Only the synchronization records of explicit synchronization calls, not of every API (far fewer records).
+  cuptiActivityEnableAllSyncRecords(0);
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_DEVICE}) {
+    CUptiResult r = cuptiActivityEnable(kind);
+    if (r != CUPTI_SUCCESS) {
+      const char* msg = nullptr;
+      cuptiGetResultString(r, &msg);
+      error = "cuptiActivityEnable(" + std::to_string(static_cast<int>(kind)) + ") failed: " + (msg ? msg : "?");
+      return false;
+    }
+  }
+  if (!s.worker_started) {
+    s.worker_started = true;
+    std::thread(worker).detach();  // lives until the process ends; holds no lock while idle
+  }
+  return true;
+}
+
+void flush_activity() {
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  State& s = state();
+  std::unique_lock lock(s.mu);
+  s.cv.wait(lock, [&] { return s.ready.empty() && s.in_flight == 0; });
+}
+
+std::vector<GpuOp> take_ops() {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  return std::move(s.ops);
+}
+
+std::string device_name() {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.device;
+}
+
+uint64_t dropped_records() {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.dropped;
+}
+
+}  // namespace asynccheck::cupti

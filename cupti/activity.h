@@ -1,0 +1,28 @@
+// CUPTI activity buffers: CUPTI's buffer callbacks only hand buffers to a queue (Kineto's rule: never parse on
+// CUPTI's thread); a worker thread decodes the records into GpuOps and returns the buffers to a pool.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/events.h"
+
+namespace asynccheck::cupti {
+
+// Activity kinds we enable: MEMCPY, MEMSET, CONCURRENT_KERNEL (never KIND_KERNEL, which serializes kernels),
+// SYNCHRONIZATION, DEVICE (the GPU's name for the report).
+bool enable_activity(size_t buffer_bytes, std::string& error);
+
+// Flushes CUPTI's buffers and waits until the worker decoded everything handed off so far.
+void flush_activity();
+
+// Moves the decoded operations out (after flush_activity). Also returns the device name seen, if any.
+std::vector<GpuOp> take_ops();
+std::string device_name();
+uint64_t dropped_records();
+
+// Decodes one buffer of activity records (exposed for tests with fabricated records).
+void decode_buffer(const uint8_t* buffer, size_t valid_size, std::vector<GpuOp>& out, std::string* device);
+
+}  // namespace asynccheck::cupti

@@ -1,0 +1,21 @@
+// The in-process capture: turns CUPTI callbacks into ApiCall events on the calling thread. An ordinary call
+// (fast, not predicted to block) costs two timestamps, a table lookup, argument decoding, a registry lookup and
+// an append to a thread-local buffer: no global lock, no stack walk, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "analysis/events.h"
+
+namespace asynccheck::capture {
+
+// Subscribes to CUPTI and starts recording. On failure returns false with a one-line reason.
+// `on_first_call` runs once, on the first watched call (after the CUDA runtime registered its own exit
+// handlers, so an atexit handler registered there runs before the runtime tears down).
+bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, void (*on_first_call)(), std::string& error);
+
+// Stops recording new calls, flushes CUPTI and returns everything captured so far. Callable once.
+EventLog finish();
+
+}  // namespace asynccheck::capture

@@ -1,0 +1,84 @@
+#include "interpose/stacks.h"
+
+#include <link.h>
+#include <unistd.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace asynccheck {
+namespace {
+
+constexpr int kMaxFrames = 48;
+
+struct StackHash {
+  size_t operator()(const std::vector<uint64_t>& v) const {
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t x : v) h = (h ^ x) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+struct Interner {
+  std::mutex mu;
+  std::unordered_map<std::vector<uint64_t>, uint32_t, StackHash> ids;
+  std::vector<Stack> stacks;
+};
+
+Interner& interner() {
+  static Interner* i = new Interner;  // never destroyed: used during exit
+  return *i;
+}
+
+}  // namespace
+
+uint32_t capture_stack(int skip) {
+  void* frames[kMaxFrames + 8];
+  const int n = unw_backtrace(frames, kMaxFrames + skip);
+  if (n <= skip) return 0;
+  std::vector<uint64_t> key;
+  key.reserve(static_cast<size_t>(n - skip));
+  for (int i = skip; i < n; ++i) key.push_back(reinterpret_cast<uint64_t>(frames[i]));
+  Interner& in = interner();
+  std::lock_guard lock(in.mu);  // only calls that matter get here, never an ordinary launch or copy
+  auto [it, inserted] = in.ids.try_emplace(key, static_cast<uint32_t>(in.stacks.size() + 1));
+  if (inserted) in.stacks.push_back(Stack{key});
+  return it->second;
+}
+
+std::vector<Stack> interned_stacks() {
+  Interner& in = interner();
+  std::lock_guard lock(in.mu);
+  return in.stacks;
+}
+
+std::vector<Module> loaded_modules() {
+  std::vector<Module> out;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* mods = static_cast<std::vector<Module>*>(data);
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD) continue;
+          lo = std::min<uint64_t>(lo, info->dlpi_addr + ph.p_vaddr);
+          hi = std::max<uint64_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+        }
+        if (lo >= hi) return 0;
+        std::string path = info->dlpi_name ? info->dlpi_name : "";
+        if (path.empty()) {  // the main program
+          char buf[4096];
+          ssize_t len = readlink("/proc/self/exe", buf, sizeof buf - 1);
+          if (len > 0) path.assign(buf, static_cast<size_t>(len));
+        }
+        mods->push_back(Module{lo, hi, info->dlpi_addr, path});
+        return 0;
+      },
+      &out);
+  return out;
+}
+
+}  // namespace asynccheck

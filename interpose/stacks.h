@@ -1,0 +1,22 @@
+// Call stacks of the calls that matter, captured with libunwind and interned so each distinct stack is stored
+// once. Only raw return addresses are kept in the process; symbolization happens at report time.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "analysis/events.h"
+
+namespace asynccheck {
+
+// Captures the calling thread's stack (skipping `skip` innermost frames) and returns its interned id (>= 1),
+// or 0 if unwinding failed.
+uint32_t capture_stack(int skip);
+
+// All interned stacks, id N at index N - 1.
+std::vector<Stack> interned_stacks();
+
+// The loaded modules (executable and shared objects) with their address ranges.
+std::vector<Module> loaded_modules();
+
+}  // namespace asynccheck

@@ -1,0 +1,56 @@
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "report/report.h"
+
+namespace asynccheck::report {
+
+std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, const std::vector<CallSite>& sites) {
+  std::map<std::tuple<std::string, int, std::string>, size_t> index;  // (where, rule, api) -> row
+  std::vector<SiteRow> rows;
+  std::vector<std::vector<uint64_t>> samples;
+  for (size_t i = 0; i < analysis.findings.size(); ++i) {
+    const Finding& f = analysis.findings[i];
+    const ApiCall& c = log.calls[f.call];
+    CallSite site;
+    if (c.stack > 0 && c.stack <= sites.size()) site = sites[c.stack - 1];
+    const std::string api = c.name < log.api_names.size() ? log.api_names[c.name] : "?";
+    // Calls without a resolvable site are grouped per API so that they still aggregate.
+    const std::string where = site.known() ? site.where() + "|" + site.frame.function : "?";
+    auto key = std::make_tuple(where, static_cast<int>(f.rule), api);
+    auto [it, inserted] = index.try_emplace(key, rows.size());
+    if (inserted) {
+      SiteRow row;
+      row.rule = f.rule;
+      row.level = f.level;
+      row.verdict = f.verdict;
+      row.api = api;
+      row.site = site;
+      row.example = i;
+      row.gpu_side = f.rule == rules::RuleId::LegacyStreamSerialization;
+      rows.push_back(std::move(row));
+      samples.emplace_back();
+    }
+    SiteRow& row = rows[it->second];
+    const uint64_t t = row.gpu_side ? f.gpu_delay_ns : f.held_ns;
+    ++row.count;
+    row.total_ns += t;
+    row.max_ns = std::max(row.max_ns, t);
+    row.bytes += c.call.bytes;
+    samples[it->second].push_back(t);
+  }
+  for (size_t r = 0; r < rows.size(); ++r) {
+    auto& s = samples[r];
+    std::nth_element(s.begin(), s.begin() + static_cast<long>(s.size() / 2), s.end());
+    rows[r].median_ns = s[s.size() / 2];
+  }
+  // Worst first: by time lost, then the more severe level, then the first seen.
+  std::stable_sort(rows.begin(), rows.end(), [](const SiteRow& a, const SiteRow& b) {
+    if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+    return a.level > b.level;
+  });
+  return rows;
+}
+
+}  // namespace asynccheck::report

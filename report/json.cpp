@@ -1,0 +1,84 @@
+#include <cstdio>
+#include <ostream>
+
+#include "analysis/names.h"
+#include "report/report.h"
+
+namespace asynccheck::report {
+namespace {
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+void frame_json(std::ostream& o, const Frame& f) {
+  o << "{\"function\": " << quote(f.function) << ", \"file\": " << quote(f.file) << ", \"line\": " << f.line
+    << ", \"module\": " << quote(f.module) << "}";
+}
+
+}  // namespace
+
+// Schema (version 1) is documented in docs/report-format.md.
+void write_json(std::ostream& o, const EventLog& log, const Analysis& a, const std::vector<SiteRow>& rows) {
+  const RunInfo& r = log.run;
+  o << "{\n  \"schema\": \"asynccheck-report\",\n  \"version\": " << kJsonSchemaVersion << ",\n";
+  o << "  \"run\": {\"program\": " << quote(r.program) << ", \"args\": [";
+  for (size_t i = 0; i < r.args.size(); ++i) o << (i ? ", " : "") << quote(r.args[i]);
+  o << "], \"pid\": " << r.pid << ", \"gpu\": " << quote(r.gpu) << ", \"driver\": " << quote(r.driver)
+    << ", \"monitoring\": " << quote(r.monitoring) << ", \"complete\": " << (r.complete ? "true" : "false")
+    << ", \"dropped_records\": " << r.dropped_records << ", \"threshold_ns\": " << r.threshold_ns
+    << ", \"module_loading\": " << quote(name_of(r.env.module_loading))
+    << ", \"launch_blocking\": " << (r.env.launch_blocking ? "true" : "false") << ", \"calls_watched\": " << a.calls_watched
+    << ", \"gpu_operations\": " << log.ops.size() << "},\n";
+  o << "  \"sites\": [";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SiteRow& s = rows[i];
+    const rules::Rule& rule = rules::rule(s.rule);
+    const Finding& ex = a.findings[s.example];
+    o << (i ? ",\n" : "\n") << "    {\"rule\": " << quote(rule.id) << ", \"level\": " << quote(rules::level_name(s.level))
+      << ", \"verdict\": " << quote(verdict_text(s.verdict)) << ", \"title\": " << quote(rule.title)
+      << ", \"api\": " << quote(s.api) << ", \"location\": ";
+    frame_json(o, s.site.frame);
+    o << ", \"count\": " << s.count << ", \"measure\": " << quote(s.gpu_side ? "gpu_delay_ns" : "host_ns")
+      << ", \"total_ns\": " << s.total_ns << ", \"median_ns\": " << s.median_ns << ", \"max_ns\": " << s.max_ns
+      << ", \"bytes\": " << s.bytes << ", \"predicted\": " << quote(rules::rule(ex.predicted).id)
+      << ", \"predicted_behavior\": " << quote(rules::host_behavior_text(a.predicted[ex.call].host))
+      << ", \"released_by\": " << quote(released_by_text(ex.evidence.by))
+      << ", \"evidence\": " << quote(evidence_text(log, ex)) << ", \"note\": " << quote(ex.note)
+      << ", \"fix\": " << quote(rule.fix) << ", \"doc\": " << quote(rule.url) << ", \"stack\": [";
+    for (size_t k = 0; k < s.site.frames.size(); ++k) {
+      if (k) o << ", ";
+      frame_json(o, s.site.frames[k]);
+    }
+    o << "]}";
+  }
+  o << (rows.empty() ? "],\n" : "\n  ],\n");
+  o << "  \"not_observed\": {";
+  bool first = true;
+  for (const auto& [rule, count] : a.not_observed) {
+    o << (first ? "" : ", ") << quote(rules::rule(rule).id) << ": " << count;
+    first = false;
+  }
+  o << "},\n  \"context_creation_ns\": " << a.context_creation_ns << ",\n  \"kind_disagreements\": " << a.kind_disagreements
+    << "\n}\n";
+}
+
+}  // namespace asynccheck::report

@@ -1,0 +1,185 @@
+#include "report/symbolize.h"
+
+#include <cxxabi.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+extern char** environ;
+
+namespace asynccheck::report {
+namespace {
+
+const Module* module_of(const EventLog& log, uint64_t ip) {
+  for (const Module& m : log.modules) {
+    if (ip >= m.base && ip < m.end) return &m;
+  }
+  return nullptr;
+}
+
+std::string basename_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool starts_with(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
+
+// Runs `addr2line -C -f -e module addr...` and returns its stdout. Runs after the program finished its work;
+// a missing addr2line is not an error (frames keep module+offset).
+bool run_addr2line(const std::string& module, const std::vector<uint64_t>& addrs, std::string& out) {
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  // -a marks each address's group; -i expands inlined frames (a kernel's host wrapper is inlined into the
+  // caller, and the caller's line is only visible as the outer inline frame).
+  std::vector<std::string> args = {"addr2line", "-a", "-C", "-f", "-i", "-e", module};
+  char buf[32];
+  for (uint64_t a : addrs) {
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(a));
+    args.emplace_back(buf);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", 0, 0);
+  // The child must not inherit LD_PRELOAD/CUDA_INJECTION64_PATH: it would load us again.
+  std::vector<char*> env;
+  for (char** e = environ; e && *e; ++e) {
+    if (starts_with(*e, "LD_PRELOAD=") || starts_with(*e, "CUDA_INJECTION64_PATH=")) continue;
+    env.push_back(*e);
+  }
+  env.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, "addr2line", &actions, nullptr, argv.data(), env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return false;
+  }
+  char chunk[4096];
+  ssize_t n;
+  while ((n = read(fds[0], chunk, sizeof chunk)) > 0) out.append(chunk, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// Frames that belong to CUDA, CUPTI, asynccheck or the compiler-generated launch stubs: not the user's call site.
+bool is_internal(const Frame& f, const std::set<std::string>& kernels) {
+  const std::string mod = basename_of(f.module);
+  for (std::string_view lib : {"libcuda.", "libcudart.", "libcupti.", "libasynccheck.", "libunwind.", "libnvidia-"}) {
+    if (starts_with(mod, lib)) return true;
+  }
+  const std::string& fn = f.function;
+  if (starts_with(fn, "cudart::") || starts_with(fn, "__cudart") || starts_with(fn, "__device_stub_") ||
+      starts_with(fn, "asynccheck::") || starts_with(fn, "libcupti") || starts_with(fn, "cupti")) {
+    return true;
+  }
+  // The runtime API itself when linked statically into the program (cudaMemcpyAsync, cudaLaunchKernel<...>).
+  if (fn.size() > 4 && starts_with(fn, "cuda") && std::isupper(static_cast<unsigned char>(fn[4]))) return true;
+  if (f.file.size() > 7 && f.file.ends_with(".stub.c")) return true;
+  if (kernels.count(fn)) return true;  // the host-side wrapper nvcc generates for a kernel
+  return false;
+}
+
+}  // namespace
+
+std::string demangle(const std::string& name) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  return status == 0 && d ? std::string(d.get()) : name;
+}
+
+std::string CallSite::where() const {
+  if (!known()) return "unknown";
+  if (!frame.file.empty() && frame.line > 0) return basename_of(frame.file) + ":" + std::to_string(frame.line);
+  char off[32];
+  std::snprintf(off, sizeof off, "0x%llx", static_cast<unsigned long long>(frame.ip));
+  return (frame.function.empty() || frame.function == "??" ? std::string("?") : frame.function) + " (" +
+         basename_of(frame.module) + "+" + off + ")";
+}
+
+std::vector<CallSite> symbolize(const EventLog& log, const std::vector<std::string>& kernel_names, bool use_addr2line) {
+  const std::set<std::string> kernels(kernel_names.begin(), kernel_names.end());
+  // Every distinct return address, grouped by module, resolved with one addr2line run per module. A return
+  // address points after the call instruction: look up ip - 1 to land on the call's line. One address can give
+  // several frames (inlined functions), innermost first.
+  std::map<uint64_t, std::vector<Frame>> frames;
+  std::map<const Module*, std::vector<uint64_t>> by_module;
+  for (const Stack& s : log.stacks) {
+    for (uint64_t ip : s.frames) {
+      if (frames.count(ip)) continue;
+      Frame f;
+      f.ip = ip;
+      const Module* m = module_of(log, ip);
+      if (m) {
+        f.module = m->path;
+        by_module[m].push_back(ip);
+      }
+      frames[ip] = {f};
+    }
+  }
+  if (use_addr2line) {
+    for (auto& [m, ips] : by_module) {
+      std::vector<uint64_t> addrs;
+      for (uint64_t ip : ips) addrs.push_back(ip - m->bias - 1);
+      std::string out;
+      if (!run_addr2line(m->path, addrs, out)) continue;
+      std::istringstream in(out);
+      std::string line;
+      size_t k = SIZE_MAX;
+      std::vector<Frame>* group = nullptr;
+      while (std::getline(in, line)) {
+        if (line.rfind("0x", 0) == 0) {  // the next address's group
+          if (++k >= ips.size()) break;
+          group = &frames[ips[k]];
+          group->clear();
+          continue;
+        }
+        std::string loc;
+        if (group == nullptr || !std::getline(in, loc)) break;
+        Frame f;
+        f.ip = ips[k];
+        f.module = m->path;
+        f.function = line;
+        size_t colon = loc.rfind(':');
+        if (colon != std::string::npos && loc.compare(0, 2, "??") != 0) {
+          f.file = loc.substr(0, colon);
+          f.line = std::atoi(loc.c_str() + colon + 1);  // "file:12 (discriminator 3)" -> 12
+        }
+        group->push_back(std::move(f));
+      }
+    }
+  }
+  std::vector<CallSite> sites;
+  for (const Stack& s : log.stacks) {
+    CallSite site;
+    bool user = false;
+    for (uint64_t ip : s.frames) {
+      for (const Frame& f : frames[ip]) {
+        if (!user && is_internal(f, kernels)) continue;
+        if (!user) site.frame = f;
+        user = true;
+        site.frames.push_back(f);
+      }
+    }
+    sites.push_back(std::move(site));
+  }
+  return sites;
+}
+
+}  // namespace asynccheck::report

@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "analysis/recording.h"
+
+namespace asynccheck {
+namespace {
+
+EventLog sample_log() {
+  EventLog log;
+  log.run.program = "/tmp/my app";
+  log.run.args = {"pageable", "", "a b"};
+  log.run.pid = 42;
+  log.run.gpu = "NVIDIA H100 80GB HBM3";
+  log.run.threshold_ns = 100000;
+  log.run.env.module_loading = rules::ModuleLoading::Eager;
+  log.api_names = {"cudaMemcpyAsync", "cudaLaunchKernel"};
+  log.modules = {{0x400000, 0x500000, 0, "/tmp/my app"}};
+  log.stacks = {{{0x401000, 0x402000}}};
+  ApiCall c;
+  c.correlation_id = 7;
+  c.driver_correlation_id = 8;
+  c.start_ns = 1000;
+  c.end_ns = 5000;
+  c.name = 0;
+  c.call.api = rules::ApiKind::Copy;
+  c.call.async_form = true;
+  c.call.direction = rules::CopyDirection::DeviceToHost;
+  c.call.bytes = 1 << 20;
+  c.call.src = rules::MemoryKind::Device;
+  c.call.dst = rules::MemoryKind::Pageable;
+  c.stream = 0xdeadbeef;
+  c.stack = 1;
+  log.calls.push_back(c);
+  GpuOp op;
+  op.kind = GpuOpKind::Kernel;
+  op.correlation_id = 9;
+  op.start_ns = 100;
+  op.end_ns = 4000;
+  op.name = "_Z5dummyx";
+  log.ops.push_back(op);
+  log.marks.push_back({MarkKind::ModuleLoaded, 50, 0});
+  return log;
+}
+
+TEST(Recording, RoundTripsEveryField) {
+  const EventLog log = sample_log();
+  std::stringstream s;
+  write_recording(s, log);
+  EventLog back;
+  std::string error;
+  ASSERT_TRUE(read_recording(s, back, error)) << error;
+  EXPECT_EQ(back.run.program, log.run.program);
+  EXPECT_EQ(back.run.args, log.run.args);
+  EXPECT_EQ(back.run.env.module_loading, rules::ModuleLoading::Eager);
+  EXPECT_TRUE(back.run.complete);
+  ASSERT_EQ(back.calls.size(), 1u);
+  EXPECT_EQ(back.calls[0].driver_correlation_id, 8u);
+  EXPECT_EQ(back.calls[0].call.dst, rules::MemoryKind::Pageable);
+  EXPECT_EQ(back.calls[0].stream, 0xdeadbeefu);
+  ASSERT_EQ(back.ops.size(), 1u);
+  EXPECT_EQ(back.ops[0].name, "_Z5dummyx");
+  EXPECT_EQ(back.stacks[0].frames, log.stacks[0].frames);
+  EXPECT_EQ(back.modules[0].path, "/tmp/my app");
+  std::stringstream again;
+  write_recording(again, back);
+  std::stringstream first;
+  write_recording(first, log);
+  EXPECT_EQ(again.str(), first.str());
+}
+
+TEST(Recording, TruncatedRecordingIsMarkedIncomplete) {
+  std::stringstream s;
+  write_recording(s, sample_log());
+  std::string text = s.str();
+  text = text.substr(0, text.rfind("end\n"));
+  std::stringstream in(text);
+  EventLog back;
+  std::string error;
+  ASSERT_TRUE(read_recording(in, back, error)) << error;
+  EXPECT_FALSE(back.run.complete);
+}
+
+struct BadCase {
+  const char* name;
+  std::string text;
+  std::string message;
+};
+
+TEST(Recording, BadInputGetsPreciseErrors) {
+  const std::string head = "asynccheck-recording 1\n";
+  const std::vector<BadCase> cases = {
+      {"empty", "", "empty file: not an asynccheck recording"},
+      {"magic", "hello\n", "line 1: not an asynccheck recording (expected first line 'asynccheck-recording 1')"},
+      {"version", "asynccheck-recording 9\n", "line 1: recording version '9' is not supported (this asynccheck reads version 1)"},
+      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, call, op, mark, end)"},
+      {"op fields", head + "op kernel 1 2\n", "line 2: expected 13 fields after 'op', got 3 (op kind corr start end device context stream bytes copy_kind src_kind dst_kind sync_type name)"},
+      {"op kind", head + "op warp 1 2 3 0 0 0 0 0 0 0 0 -\n", "line 2: field 'kind': 'warp' is not one of: memcpy, memset, kernel, sync"},
+      {"op order", head + "op kernel 1 5 3 0 0 0 0 0 0 0 0 -\n", "line 2: op ends before it starts"},
+      {"number", head + "mark module-loaded x 0\n", "line 2: field 'time': 'x' is not a decimal integer in range"},
+      {"api order", head + "api 3 cudaFree\n", "line 2: api index 3 out of order (expected 0)"},
+      {"run key", head + "run color=blue\n", "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, module_loading, launch_blocking, complete)"},
+      {"after end", head + "end\nmark module-loaded 1 0\n", "line 3: content after 'end'"},
+      {"percent", head + "arg %4\n", "line 2: field 'text': bad percent-encoding in '%4'"},
+  };
+  for (const BadCase& c : cases) {
+    std::stringstream in(c.text);
+    EventLog log;
+    std::string error;
+    EXPECT_FALSE(read_recording(in, log, error)) << c.name;
+    EXPECT_EQ(error, c.message) << c.name;
+  }
+}
+
+TEST(Recording, CallReferringToUndeclaredNamesIsRejected) {
+  std::stringstream in("asynccheck-recording 1\ncall 1 0 10 20 0 runtime 5 0 copy 1 0 d2h 8 device pageable legacy 0 0 0 auto 0 0 0 0 0 0 0 0\n");
+  EventLog log;
+  std::string error;
+  EXPECT_FALSE(read_recording(in, log, error));
+  EXPECT_EQ(error, "line 2: field 'name': api index 0 was not declared by an 'api' line");
+}
+
+TEST(Recording, PercentEncodingRoundTrips) {
+  for (std::string s : {"plain", "with space", "100%", "tab\there", "new\nline", ""}) {
+    std::string back;
+    ASSERT_TRUE(percent_decode(percent_encode(s), back)) << s;
+    EXPECT_EQ(back, s);
+    EXPECT_EQ(percent_encode(s).find(' '), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace asynccheck

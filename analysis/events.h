@@ -73,6 +73,14 @@ struct Stack {
   std::vector<uint64_t> frames;
 };
 
+// A resolved frame of a return address (one address can have several: inlined functions, innermost first).
+struct Symbol {
+  uint64_t ip = 0;
+  std::string function;
+  std::string file;
+  int line = 0;
+};
+
 struct RunInfo {
   std::string program;
   std::vector<std::string> args;
@@ -96,6 +104,7 @@ struct EventLog {
   std::vector<Mark> marks;
   std::vector<Module> modules;
   std::vector<Stack> stacks;   // stack id N is stacks[N - 1]
+  std::vector<Symbol> symbols; // resolved frames, so a recording replays with its call sites anywhere
 };
 
 }  // namespace asynccheck

@@ -267,6 +267,10 @@ void write_recording(std::ostream& o, const EventLog& log) {
     for (uint64_t ip : log.stacks[i].frames) o << ' ' << ip;
     o << std::dec << '\n';
   }
+  for (const Symbol& y : log.symbols) {
+    o << "sym " << std::hex << y.ip << std::dec << ' ' << y.line << ' ' << percent_encode(y.function) << ' '
+      << percent_encode(y.file) << '\n';
+  }
   for (const ApiCall& c : log.calls) write_call(o, c);
   for (const GpuOp& op : log.ops) write_op(o, op);
   for (const Mark& m : log.marks) o << "mark " << name_of(m.kind) << ' ' << m.time_ns << ' ' << m.thread << '\n';
@@ -335,6 +339,15 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       for (size_t i = 2; i < f.size() && f.ok(); ++i) s.frames.push_back(f.num<uint64_t>("frame", 16));
       if (!f.ok()) return fail(what);
       log.stacks.push_back(std::move(s));
+    } else if (tag == "sym") {
+      if (!f.count(5, "sym ip line function file")) return fail(what);
+      Symbol y;
+      y.ip = f.num<uint64_t>("ip", 16);
+      y.line = f.num<int>("line");
+      y.function = f.text("function");
+      y.file = f.text("file");
+      if (!f.ok()) return fail(what);
+      log.symbols.push_back(std::move(y));
     } else if (tag == "call") {
       ApiCall c;
       if (!read_call(f, c, log.api_names.size())) return fail(what);
@@ -355,7 +368,7 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
     } else if (tag == "end") {
       ended = true;
     } else {
-      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, call, op, mark, end)");
+      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, sym, call, op, mark, end)");
     }
   }
   if (lineno == 0) {

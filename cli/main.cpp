@@ -108,13 +108,12 @@ fs::path library_path(const char* argv0) {
 }
 
 // Reports one run (live or recorded) and returns whether it has findings at or above the fail level.
-bool report_log(const EventLog& log, const Cli& cli) {
+bool report_log(EventLog& log, const Cli& cli) {
+  if (cli.opts.symbolize) report::resolve_symbols(log);  // no-op for addresses the recording resolved
   AnalysisOptions ao;
   ao.threshold_ns = cli.opts.threshold_us * 1000;
   Analysis a = analyze(log, ao);
-  std::vector<std::string> kernels;
-  for (const GpuOp& op : log.ops) if (op.kind == GpuOpKind::Kernel) kernels.push_back(report::demangle(op.name));
-  auto sites = report::symbolize(log, kernels, cli.opts.symbolize);
+  auto sites = report::call_sites(log, report::kernel_names(log));
   auto rows = report::aggregate(log, a, sites);
   std::string error;
   if (!cli.opts.json.empty()) {
@@ -185,7 +184,11 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
       continue;
     }
     failed = report_log(log, cli) || failed;
-    if (!cli.opts.record.empty()) fs::copy_file(entry.path(), expand_path(cli.opts.record, log.run.pid), fs::copy_options::overwrite_existing);
+    if (!cli.opts.record.empty()) {  // saved with its resolved call sites, so it replays anywhere
+      std::ofstream out(expand_path(cli.opts.record, log.run.pid));
+      write_recording(out, log);
+      if (!out) std::cerr << "asynccheck: ERROR: cannot write recording '" << cli.opts.record << "'\n";
+    }
   }
   fs::remove_all(dir);
   return failed && cli.error_exitcode >= 0 ? cli.error_exitcode : code;

@@ -52,18 +52,13 @@ bool write_file(const std::string& path, const std::string& content, std::string
   return true;
 }
 
-std::vector<std::string> kernel_names(const EventLog& log) {
-  std::set<std::string> names;
-  for (const GpuOp& op : log.ops) {
-    if (op.kind == GpuOpKind::Kernel && !op.name.empty()) names.insert(demangle(op.name));
-  }
-  return {names.begin(), names.end()};
-}
-
 }  // namespace
 
-void emit(const EventLog& log, const Options& options, bool) {
+void emit(EventLog& log, const Options& options, bool) {
   std::string error;
+  // Resolve call sites here only when this process reports; the asynccheck command resolves them itself, outside
+  // the program under test.
+  if (options.symbolize && (options.summary || !options.json.empty())) resolve_symbols(log);
   if (!options.record.empty()) {
     std::ostringstream rec;
     write_recording(rec, log);
@@ -72,7 +67,7 @@ void emit(const EventLog& log, const Options& options, bool) {
   AnalysisOptions ao;
   ao.threshold_ns = log.run.threshold_ns ? log.run.threshold_ns : options.threshold_us * 1000;
   const Analysis analysis = analyze(log, ao);
-  const std::vector<CallSite> sites = symbolize(log, kernel_names(log), options.symbolize);
+  const std::vector<CallSite> sites = call_sites(log, kernel_names(log));
   const std::vector<SiteRow> rows = aggregate(log, analysis, sites);
   if (!options.json.empty()) {
     std::ostringstream js;

@@ -40,7 +40,7 @@ void write_json(std::ostream& out, const EventLog& log, const Analysis& analysis
 
 // Analyzes `log` and writes everything the options ask for (recording, JSON, summary). `in_target`: we run inside
 // the program under test at its exit (stderr is shared with it).
-void emit(const EventLog& log, const Options& options, bool in_target);
+void emit(EventLog& log, const Options& options, bool in_target);
 
 std::string format_duration(uint64_t ns);
 std::string format_bytes(uint64_t bytes);

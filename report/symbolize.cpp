@@ -92,6 +92,11 @@ bool is_internal(const Frame& f, const std::set<std::string>& kernels) {
   // The runtime API itself when linked statically into the program (cudaMemcpyAsync, cudaLaunchKernel<...>).
   if (fn.size() > 4 && starts_with(fn, "cuda") && std::isupper(static_cast<unsigned char>(fn[4]))) return true;
   if (f.file.size() > 7 && f.file.ends_with(".stub.c")) return true;
+  // Inline wrappers from the toolkit's headers (cuda_runtime.h's C++ overloads of cudaMalloc, cudaLaunchKernel).
+  if (f.file.find("/include/") != std::string::npos &&
+      (f.file.find("/cuda") != std::string::npos || f.file.find("/targets/") != std::string::npos)) {
+    return true;
+  }
   if (kernels.count(fn)) return true;  // the host-side wrapper nvcc generates for a kernel
   return false;
 }
@@ -113,64 +118,74 @@ std::string CallSite::where() const {
          basename_of(frame.module) + "+" + off + ")";
 }
 
-std::vector<CallSite> symbolize(const EventLog& log, const std::vector<std::string>& kernel_names, bool use_addr2line) {
-  const std::set<std::string> kernels(kernel_names.begin(), kernel_names.end());
-  // Every distinct return address, grouped by module, resolved with one addr2line run per module. A return
-  // address points after the call instruction: look up ip - 1 to land on the call's line. One address can give
-  // several frames (inlined functions), innermost first.
-  std::map<uint64_t, std::vector<Frame>> frames;
+void resolve_symbols(EventLog& log) {
+  std::set<uint64_t> known;
+  for (const Symbol& y : log.symbols) known.insert(y.ip);
+  // A return address points after the call instruction: look up ip - 1 to land on the call's line.
   std::map<const Module*, std::vector<uint64_t>> by_module;
+  std::set<uint64_t> seen;
   for (const Stack& s : log.stacks) {
     for (uint64_t ip : s.frames) {
-      if (frames.count(ip)) continue;
-      Frame f;
-      f.ip = ip;
-      const Module* m = module_of(log, ip);
-      if (m) {
-        f.module = m->path;
-        by_module[m].push_back(ip);
-      }
-      frames[ip] = {f};
+      if (known.count(ip) || !seen.insert(ip).second) continue;
+      if (const Module* m = module_of(log, ip)) by_module[m].push_back(ip);
     }
   }
-  if (use_addr2line) {
-    for (auto& [m, ips] : by_module) {
-      std::vector<uint64_t> addrs;
-      for (uint64_t ip : ips) addrs.push_back(ip - m->bias - 1);
-      std::string out;
-      if (!run_addr2line(m->path, addrs, out)) continue;
-      std::istringstream in(out);
-      std::string line;
-      size_t k = SIZE_MAX;
-      std::vector<Frame>* group = nullptr;
-      while (std::getline(in, line)) {
-        if (line.rfind("0x", 0) == 0) {  // the next address's group
-          if (++k >= ips.size()) break;
-          group = &frames[ips[k]];
-          group->clear();
-          continue;
-        }
-        std::string loc;
-        if (group == nullptr || !std::getline(in, loc)) break;
-        Frame f;
-        f.ip = ips[k];
-        f.module = m->path;
-        f.function = line;
-        size_t colon = loc.rfind(':');
-        if (colon != std::string::npos && loc.compare(0, 2, "??") != 0) {
-          f.file = loc.substr(0, colon);
-          f.line = std::atoi(loc.c_str() + colon + 1);  // "file:12 (discriminator 3)" -> 12
-        }
-        group->push_back(std::move(f));
+  for (auto& [m, ips] : by_module) {
+    std::vector<uint64_t> addrs;
+    for (uint64_t ip : ips) addrs.push_back(ip - m->bias - 1);
+    std::string out;
+    if (!run_addr2line(m->path, addrs, out)) continue;
+    std::istringstream in(out);
+    std::string line, loc;
+    size_t k = SIZE_MAX;
+    while (std::getline(in, line)) {
+      if (line.rfind("0x", 0) == 0) {  // -a: the next address's group
+        if (++k >= ips.size()) break;
+        continue;
       }
+      if (k >= ips.size() || !std::getline(in, loc)) break;
+      Symbol y;
+      y.ip = ips[k];
+      y.function = line;
+      size_t colon = loc.rfind(':');
+      if (colon != std::string::npos && loc.compare(0, 2, "??") != 0) {
+        y.file = loc.substr(0, colon);
+        y.line = std::atoi(loc.c_str() + colon + 1);  // "file:12 (discriminator 3)" -> 12
+      }
+      log.symbols.push_back(std::move(y));
     }
+  }
+}
+
+std::vector<std::string> kernel_names(const EventLog& log) {
+  std::set<std::string> names;
+  for (const GpuOp& op : log.ops) {
+    if (op.kind == GpuOpKind::Kernel && !op.name.empty()) names.insert(demangle(op.name));
+  }
+  return {names.begin(), names.end()};
+}
+
+std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::string>& kernel_list) {
+  const std::set<std::string> kernels(kernel_list.begin(), kernel_list.end());
+  std::map<uint64_t, std::vector<Frame>> frames;  // ip -> its frames, innermost first
+  for (const Symbol& y : log.symbols) {
+    Frame f;
+    f.ip = y.ip;
+    f.function = y.function;
+    f.file = y.file;
+    f.line = y.line;
+    frames[y.ip].push_back(std::move(f));
   }
   std::vector<CallSite> sites;
   for (const Stack& s : log.stacks) {
     CallSite site;
     bool user = false;
     for (uint64_t ip : s.frames) {
-      for (const Frame& f : frames[ip]) {
+      std::vector<Frame>& fs = frames[ip];
+      if (fs.empty()) fs.push_back(Frame{ip, "", "??", "", 0});
+      const Module* m = module_of(log, ip);
+      for (Frame& f : fs) {
+        if (m) f.module = m->path;
         if (!user && is_internal(f, kernels)) continue;
         if (!user) site.frame = f;
         user = true;

@@ -25,9 +25,16 @@ struct CallSite {
   std::string where() const;   // "file:line" or "function (module+0xoff)" or "unknown"
 };
 
-// Resolves every interned stack of `log`. `kernel_names` (demangled) are the kernels' host stubs to skip.
-// Without addr2line (or with symbolize off), frames keep module+offset only.
-std::vector<CallSite> symbolize(const EventLog& log, const std::vector<std::string>& kernel_names, bool use_addr2line);
+// Resolves the return addresses of every interned stack that `log.symbols` does not already hold, with addr2line
+// (the binaries must still be on disk: call it at the end of the run, before writing a recording).
+void resolve_symbols(EventLog& log);
+
+// The call site of every interned stack, from `log.symbols` (frames without symbols keep module+offset).
+// `kernel_names` (demangled) are the kernels whose host-side wrappers are skipped.
+std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::string>& kernel_names);
+
+// The demangled names of the kernels in `log`'s activity records.
+std::vector<std::string> kernel_names(const EventLog& log);
 
 std::string demangle(const std::string& name);
 

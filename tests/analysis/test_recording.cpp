@@ -18,6 +18,8 @@ EventLog sample_log() {
   log.api_names = {"cudaMemcpyAsync", "cudaLaunchKernel"};
   log.modules = {{0x400000, 0x500000, 0, "/tmp/my app"}};
   log.stacks = {{{0x401000, 0x402000}}};
+  log.symbols = {{0x401000, "cudaMalloc<char>(char**, unsigned long)", "/usr/local/cuda/include/cuda_runtime.h", 879},
+                 {0x401000, "main", "/src/my app.cu", 12}};
   ApiCall c;
   c.correlation_id = 7;
   c.driver_correlation_id = 8;
@@ -63,6 +65,9 @@ TEST(Recording, RoundTripsEveryField) {
   EXPECT_EQ(back.ops[0].name, "_Z5dummyx");
   EXPECT_EQ(back.stacks[0].frames, log.stacks[0].frames);
   EXPECT_EQ(back.modules[0].path, "/tmp/my app");
+  ASSERT_EQ(back.symbols.size(), 2u);
+  EXPECT_EQ(back.symbols[1].file, "/src/my app.cu");
+  EXPECT_EQ(back.symbols[1].line, 12);
   std::stringstream again;
   write_recording(again, back);
   std::stringstream first;
@@ -94,7 +99,7 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"empty", "", "empty file: not an asynccheck recording"},
       {"magic", "hello\n", "line 1: not an asynccheck recording (expected first line 'asynccheck-recording 1')"},
       {"version", "asynccheck-recording 9\n", "line 1: recording version '9' is not supported (this asynccheck reads version 1)"},
-      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, call, op, mark, end)"},
+      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, sym, call, op, mark, end)"},
       {"op fields", head + "op kernel 1 2\n", "line 2: expected 13 fields after 'op', got 3 (op kind corr start end device context stream bytes copy_kind src_kind dst_kind sync_type name)"},
       {"op kind", head + "op warp 1 2 3 0 0 0 0 0 0 0 0 -\n", "line 2: field 'kind': 'warp' is not one of: memcpy, memset, kernel, sync"},
       {"op order", head + "op kernel 1 5 3 0 0 0 0 0 0 0 0 -\n", "line 2: op ends before it starts"},

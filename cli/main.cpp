@@ -143,6 +143,11 @@ int analyze_command(std::vector<std::string>& args, Cli& cli) {
   if (!read_recording(in, log, error)) return usage_error("recording '" + path + "': " + error);
   if (cli.opts.threshold_us == Options{}.threshold_us && log.run.threshold_ns) cli.opts.threshold_us = log.run.threshold_ns / 1000;
   const bool failed = report_log(log, cli);
+  if (!cli.opts.record.empty()) {  // re-save, with the call sites resolved while the binaries are at hand
+    std::ofstream out(cli.opts.record);
+    write_recording(out, log);
+    if (!out) return usage_error("cannot write recording '" + cli.opts.record + "'");
+  }
   return failed && cli.error_exitcode >= 0 ? cli.error_exitcode : 0;
 }
 

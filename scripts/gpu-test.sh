@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs the gpu-labelled end-to-end tests with a build made elsewhere (see docs/gpu-testing.md). Works without
+# ctest's build tree: it calls the test scripts directly.
+# usage: scripts/gpu-test.sh BUILD_DIR
+set -u
+build=$(cd "${1:-build}" && pwd)
+cd "$(dirname "$0")/.."
+export LD_LIBRARY_PATH="$build/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
+status=0
+echo "== gpu.samples"
+scripts/gpu-samples-test.sh "$build" "$build/tests/samples/test_samples" || status=1
+exit $status

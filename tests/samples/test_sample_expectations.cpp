@@ -1,0 +1,104 @@
+// The samples' expected findings (samples/*/expect.txt), checked without a GPU against the recordings committed
+// in tests/fixtures/recordings (made on the GPU machine with scripts/record-samples.sh), and against the samples'
+// sources. With ASYNCCHECK_RECORDINGS=DIR the same checks run on fresh recordings (the GPU end-to-end test).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/recording.h"
+#include "tests/support/expect.h"
+
+namespace fs = std::filesystem;
+
+namespace asynccheck {
+namespace {
+
+const fs::path kSource = ASYNCCHECK_SOURCE_DIR;
+
+struct Case {
+  std::string sample;
+  expect::Block block;
+  std::string id() const { return sample + "." + block.name; }
+};
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const auto& dir : fs::directory_iterator(kSource / "samples")) {
+    const fs::path file = dir.path() / "expect.txt";
+    if (!fs::exists(file)) continue;
+    std::vector<expect::Block> blocks;
+    std::string error;
+    if (!expect::parse(file, blocks, error)) {
+      ADD_FAILURE() << error;
+      continue;
+    }
+    for (auto& b : blocks) cases.push_back({dir.path().filename(), b});
+  }
+  std::sort(cases.begin(), cases.end(), [](const Case& a, const Case& b) { return a.id() < b.id(); });
+  return cases;
+}
+
+fs::path recordings_dir() {
+  const char* live = std::getenv("ASYNCCHECK_RECORDINGS");
+  return live && *live ? fs::path(live) : kSource / "tests" / "fixtures" / "recordings";
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(SampleExpectations, EveryNamedLineHoldsTheNamedCall) {
+  const auto cases = all_cases();
+  ASSERT_FALSE(cases.empty());
+  for (const Case& c : cases) {
+    for (const expect::Line& l : c.block.lines) {
+      std::ifstream src(kSource / "samples" / c.sample / l.file);
+      ASSERT_TRUE(src) << c.id() << ": no source " << l.file;
+      std::string text;
+      for (int i = 0; i < l.line && std::getline(src, text); ++i) {
+      }
+      const std::string needle = l.api == "cudaLaunchKernel" ? "<<<" : l.api;
+      EXPECT_NE(text.find(needle), std::string::npos)
+          << c.id() << ": " << l.file << ":" << l.line << " does not contain " << needle << " (expect.txt line "
+          << l.source_line << "): '" << text << "'";
+    }
+  }
+}
+
+TEST(SampleExpectations, RecordedRunsMeetTheirExpectations) {
+  const fs::path dir = recordings_dir();
+  for (const Case& c : all_cases()) {
+    const fs::path rec = dir / (c.id() + ".rec");
+    if (!fs::exists(rec)) {
+      ADD_FAILURE() << "no recording " << rec << ": record it on a GPU machine with scripts/record-samples.sh";
+      continue;
+    }
+    std::ifstream in(rec);
+    EventLog log;
+    std::string error;
+    ASSERT_TRUE(read_recording(in, log, error)) << rec << ": " << error;
+    AnalysisOptions options;
+    options.threshold_ns = log.run.threshold_ns;
+    const Analysis a = analyze(log, options);
+    const auto rows = report::aggregate(log, a, report::call_sites(log, report::kernel_names(log)));
+    for (const std::string& failure : expect::check(c.block, rows)) ADD_FAILURE() << c.sample << ": " << failure;
+    // The whole report is pinned too (fixtures only): any change to rules, attribution or format shows here.
+    if (!std::getenv("ASYNCCHECK_RECORDINGS")) {
+      std::ostringstream json;
+      report::write_json(json, log, a, rows);
+      const fs::path golden = dir / (c.id() + ".json");
+      if (std::getenv("ASYNCCHECK_UPDATE_GOLDEN")) std::ofstream(golden) << json.str();
+      EXPECT_EQ(json.str(), read_file(golden))
+          << golden << " differs; if the change is intended, rerun with ASYNCCHECK_UPDATE_GOLDEN=1 and review the diff";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace asynccheck

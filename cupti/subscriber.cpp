@@ -52,7 +52,9 @@ bool subscribe(const Sink& sink, std::string& error) {
   params.oldSubscriberSize = sizeof holder;
   CUptiResult r = cuptiSubscribe_v2(&g_subscriber, on_callback, nullptr, &params);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    error = std::string("CUPTI is already in use by ") + (holder[0] ? holder : "another tool") +
+    error = std::string("CUPTI is already in use by ") +
+            (holder[0] && std::strcmp(holder, "<not provided>") != 0 ? holder
+                                                                     : "another tool (CUPTI did not name it)") +
             " (only one CUPTI subscriber per process)";
     return false;
   }

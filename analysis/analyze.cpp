@@ -103,8 +103,7 @@ class Analyzer {
 
   StreamKind stream_kind_of(const ApiCall& c, const std::unordered_map<uint64_t, StreamKind>& streams) const {
     const rules::CallDescription& d = c.call;
-    const bool streamless = (d.api == ApiKind::Copy || d.api == ApiKind::Memset) && !d.async_form;
-    if (streamless || c.stream == 0) return d.per_thread_variant ? StreamKind::PerThreadDefault : StreamKind::LegacyDefault;
+    if (rules::uses_implicit_default_stream(d) || c.stream == 0) return d.per_thread_variant ? StreamKind::PerThreadDefault : StreamKind::LegacyDefault;
     if (c.stream == kStreamLegacyHandle) return StreamKind::LegacyDefault;
     if (c.stream == kStreamPerThreadHandle) return StreamKind::PerThreadDefault;
     auto it = streams.find(c.stream);

@@ -112,8 +112,7 @@ void update_ranges(const ApiCall& c, HostRanges& ranges) {
 // Enqueues on the legacy default stream: the rule engine may predict serialization for these.
 bool on_legacy_stream(const ApiCall& c) {
   if (c.call.per_thread_variant) return false;
-  const bool streamless = (c.call.api == ApiKind::Copy || c.call.api == ApiKind::Memset) && !c.call.async_form;
-  return streamless || ((c.stream == 0 || c.stream == 1) &&
+  return rules::uses_implicit_default_stream(c.call) || ((c.stream == 0 || c.stream == 1) &&
                         (c.call.api == ApiKind::KernelLaunch || c.call.api == ApiKind::Copy ||
                          c.call.api == ApiKind::Memset || c.call.api == ApiKind::GraphLaunch));
 }

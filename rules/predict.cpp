@@ -30,8 +30,7 @@ bool enqueues_stream_work(ApiKind api) {
 // Synchronous copy and memset forms take no stream: they are issued to the default stream, which is the legacy
 // stream unless the call is a per-thread-default-stream entry point.
 StreamKind effective_stream(const CallDescription& c) {
-  const bool streamless = (c.api == ApiKind::Copy || c.api == ApiKind::Memset) && !c.async_form;
-  if (streamless && c.stream == StreamKind::Unknown) {
+  if (uses_implicit_default_stream(c) && c.stream == StreamKind::Unknown) {
     return c.per_thread_variant ? StreamKind::PerThreadDefault : StreamKind::LegacyDefault;
   }
   return c.stream;
@@ -156,6 +155,10 @@ Prediction predict_host(const CallDescription& c) {
 }
 
 }  // namespace
+
+bool uses_implicit_default_stream(const CallDescription& c) {
+  return (c.api == ApiKind::Copy || c.api == ApiKind::Memset) && !c.async_form;
+}
 
 bool is_host_memory(MemoryKind k) { return k == MemoryKind::Pageable || k == MemoryKind::Pinned; }
 bool is_device_memory(MemoryKind k) { return k == MemoryKind::Device || k == MemoryKind::Array; }

@@ -50,6 +50,9 @@ std::string_view gpu_effect_text(GpuEffect e);        // "none", "serializes wit
 bool is_host_memory(MemoryKind k);    // pageable or pinned
 bool is_device_memory(MemoryKind k);  // device or array
 
+// Synchronous copy and memset forms take no stream argument: they are issued to the default stream.
+bool uses_implicit_default_stream(const CallDescription& call);
+
 // Resolves cudaMemcpyDefault/unknown directions from the memory kinds (unified addressing); keeps an explicit
 // direction as given.
 CopyDirection resolve_direction(const CallDescription& call);

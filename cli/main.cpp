@@ -117,15 +117,26 @@ bool report_log(EventLog& log, const Cli& cli) {
   auto rows = report::aggregate(log, a, sites);
   std::string error;
   if (!cli.opts.json.empty()) {
-    std::ofstream js(expand_path(cli.opts.json, log.run.pid));
-    if (!js) std::cerr << "asynccheck: ERROR: cannot write '" << cli.opts.json << "'\n";
+    std::ostringstream js;
     report::write_json(js, log, a, rows);
+    if (!report::write_file(expand_path(cli.opts.json, log.run.pid), js.str(), error)) {
+      std::cerr << "asynccheck: ERROR: " << error << "\n";
+    }
   }
   std::ostringstream summary;
   report::write_summary(summary, log, a, rows, cli.opts.print_limit);
   if (cli.opts.log_path == "stdout") std::cout << summary.str();
   else std::cerr << summary.str();
   for (const auto& r : rows) if (r.level >= cli.fail_on) return true;
+  return false;
+}
+
+bool save_recording(const std::string& path, const EventLog& log) {
+  std::ostringstream rec;
+  write_recording(rec, log);
+  std::string error;
+  if (report::write_file(path, rec.str(), error)) return true;
+  std::cerr << "asynccheck: ERROR: " << error << "\n";
   return false;
 }
 
@@ -143,11 +154,8 @@ int analyze_command(std::vector<std::string>& args, Cli& cli) {
   if (!read_recording(in, log, error)) return usage_error("recording '" + path + "': " + error);
   if (cli.opts.threshold_us == Options{}.threshold_us && log.run.threshold_ns) cli.opts.threshold_us = log.run.threshold_ns / 1000;
   const bool failed = report_log(log, cli);
-  if (!cli.opts.record.empty()) {  // re-save, with the call sites resolved while the binaries are at hand
-    std::ofstream out(cli.opts.record);
-    write_recording(out, log);
-    if (!out) return usage_error("cannot write recording '" + cli.opts.record + "'");
-  }
+  // Re-save, with the call sites resolved while the binaries are at hand.
+  if (!cli.opts.record.empty() && !save_recording(cli.opts.record, log)) return kUsageError;
   return failed && cli.error_exitcode >= 0 ? cli.error_exitcode : 0;
 }
 
@@ -189,11 +197,8 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
       continue;
     }
     failed = report_log(log, cli) || failed;
-    if (!cli.opts.record.empty()) {  // saved with its resolved call sites, so it replays anywhere
-      std::ofstream out(expand_path(cli.opts.record, log.run.pid));
-      write_recording(out, log);
-      if (!out) std::cerr << "asynccheck: ERROR: cannot write recording '" << cli.opts.record << "'\n";
-    }
+    // Saved with its resolved call sites, so it replays anywhere.
+    if (!cli.opts.record.empty()) save_recording(expand_path(cli.opts.record, log.run.pid), log);
   }
   fs::remove_all(dir);
   return failed && cli.error_exitcode >= 0 ? cli.error_exitcode : code;

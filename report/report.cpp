@@ -22,8 +22,8 @@ void say(const std::string& line) {
   (void)ignored;
 }
 
-// Writes to a temporary name next to the target and renames it into place, so that a reader never sees a
-// half-written report.
+}  // namespace
+
 bool write_file(const std::string& path, const std::string& content, std::string& error) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -51,8 +51,6 @@ bool write_file(const std::string& path, const std::string& content, std::string
   }
   return true;
 }
-
-}  // namespace
 
 void emit(EventLog& log, const Options& options, bool) {
   std::string error;

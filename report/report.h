@@ -42,6 +42,10 @@ void write_json(std::ostream& out, const EventLog& log, const Analysis& analysis
 // the program under test at its exit (stderr is shared with it).
 void emit(EventLog& log, const Options& options, bool in_target);
 
+// Writes `content` to a temporary name beside `path` and renames it into place (never through a symbolic link),
+// so that no reader sees a half-written file. False with a message naming the path and the reason.
+bool write_file(const std::string& path, const std::string& content, std::string& error);
+
 std::string format_duration(uint64_t ns);
 std::string format_bytes(uint64_t bytes);
 

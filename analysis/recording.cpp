@@ -246,7 +246,8 @@ bool percent_decode(std::string_view text, std::string& out) {
       continue;
     }
     if (i + 2 >= text.size()) return false;  // a '%' needs two hex digits after it
-    int v = 0;
+    // Unsigned: from_chars accepts a '-' sign for signed types, and "%-1" is not an escape (found by fuzzing).
+    unsigned v = 0;
     auto [p, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, v, 16);
     if (ec != std::errc() || p != text.data() + i + 3) return false;
     out += static_cast<char>(v);

@@ -3,9 +3,12 @@
 //   asynccheck analyze RECORDING [options]   analyze a recording offline (no GPU needed)
 //   asynccheck --list-rules[=markdown]       the documented rules asynccheck knows
 // Options: every library option as --name=value (see --help), plus --error-exitcode N and --fail-on LEVEL.
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -36,18 +39,23 @@ int usage_error(const std::string& msg) {
 }
 
 void print_help() {
-  std::cout << "usage: asynccheck [options] -- PROGRAM [ARGS...]\n"
-               "       asynccheck analyze RECORDING [options]\n"
-               "       asynccheck --list-rules[=markdown]\n\n"
-               "  --error-exitcode=N   exit with N when findings at or above --fail-on exist (default: the program's code)\n"
+  std::cout << "usage: asynccheck [options] -- PROGRAM [ARGS...]   run PROGRAM with asynccheck attached\n"
+               "       asynccheck analyze RECORDING [options]     analyze a run saved with --save (also: --read=FILE)\n"
+               "       asynccheck --list-rules[=markdown]         the documented rules asynccheck knows\n\n"
+               "  --error-exitcode=N   exit with N when findings at or above --fail-on exist that are not in the\n"
+               "                       --baseline (default: exit with the program's own code)\n"
                "  --fail-on=LEVEL      note, warning or error (default warning)\n"
+               "  --read=FILE          same as 'analyze FILE'\n\n"
             << options_help();
 }
 
 struct Cli {
   Options opts;
+  std::vector<std::string> given;  // options named on the command line
   int error_exitcode = -1;
   rules::Level fail_on = rules::Level::Warning;
+  std::string read;
+  bool was_given(std::string_view name) const { return std::find(given.begin(), given.end(), name) != given.end(); }
 };
 
 // Parses "--name=value" / "--name value" options up to "--" or the first non-option.
@@ -68,6 +76,7 @@ bool parse_cli(std::vector<std::string>& args, size_t& i, Cli& cli, std::string&
       error = "option '--" + name + "' needs a value";
       return false;
     }
+    const std::string raw_name = name;
     for (char& c : name) if (c == '-') c = '_';
     if (name == "error_exitcode") {
       char* end = nullptr;
@@ -84,16 +93,56 @@ bool parse_cli(std::vector<std::string>& args, size_t& i, Cli& cli, std::string&
         return false;
       }
       cli.fail_on = *l;
+    } else if (name == "read") {
+      cli.read = value;
     } else if (!set_option(name, value, cli.opts, error)) {
+      // The library's message names the option and what is valid; only the command's own options are added.
+      if (error.rfind("unknown option", 0) == 0) {
+        error = "unknown option '--" + raw_name + "' (valid: error-exitcode, fail-on, read, " + error.substr(error.find("(valid: ") + 8);
+      }
       return false;
     }
+    cli.given.push_back(name);
   }
   return true;
 }
 
-std::string options_env(const Options& o) {
+// Reports one run (live or recorded); the exit code the command should return instead of the program's, or -1.
+int report_log(EventLog& log, const Cli& cli, const report::ReportInputs& inputs) {
+  const report::Emitted e = report::emit(log, cli.opts, inputs);
+  if (cli.error_exitcode >= 0 && e.worst_new != rules::Level::None && e.worst_new >= cli.fail_on) return cli.error_exitcode;
+  return -1;
+}
+
+bool read_log(const std::string& path, EventLog& log, std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read recording '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  if (!read_recording(in, log, error)) {
+    error = "recording '" + path + "': " + error;
+    return false;
+  }
+  return true;
+}
+
+int analyze_command(const std::string& path, Cli& cli) {
+  std::string error;
+  EventLog log;
+  if (!read_log(path, log, error)) return usage_error(error);
+  if (cli.was_given("threshold") || !log.run.threshold_ns) log.run.threshold_ns = cli.opts.threshold;
+  report::ReportInputs inputs;
+  if (!report::prepare_report(cli.opts, log.run.pid, inputs, error)) return usage_error(error);
+  const int code = report_log(log, cli, inputs);
+  return code >= 0 ? code : 0;
+}
+
+// The library's options for the program under test: it only captures and saves its events; the command reports.
+std::string child_options(const Options& o, const std::string& recording) {
   std::ostringstream s;
-  s << "threshold_us=" << o.threshold_us << ":print_limit=" << o.print_limit << ":activity_buffer_kb=" << o.activity_buffer_kb;
+  s << "threshold=" << o.threshold << "ns:activity_buffer_kb=" << o.activity_buffer_kb
+    << ":summary=0:symbolize=0:save=" << recording;
   return s.str();
 }
 
@@ -107,76 +156,28 @@ fs::path library_path(const char* argv0) {
   return {};
 }
 
-// Reports one run (live or recorded) and returns whether it has findings at or above the fail level.
-bool report_log(EventLog& log, const Cli& cli) {
-  if (cli.opts.symbolize) report::resolve_symbols(log);  // no-op for addresses the recording resolved
-  AnalysisOptions ao;
-  ao.threshold_ns = cli.opts.threshold_us * 1000;
-  Analysis a = analyze(log, ao);
-  auto sites = report::call_sites(log, report::kernel_names(log));
-  auto rows = report::aggregate(log, a, sites);
-  std::string error;
-  if (!cli.opts.json.empty()) {
-    std::ostringstream js;
-    report::write_json(js, log, a, rows);
-    if (!report::write_file(expand_path(cli.opts.json, log.run.pid), js.str(), error)) {
-      std::cerr << "asynccheck: ERROR: " << error << "\n";
-    }
-  }
-  std::ostringstream summary;
-  report::write_summary(summary, log, a, rows, cli.opts.print_limit);
-  if (cli.opts.log_path == "stdout") std::cout << summary.str();
-  else std::cerr << summary.str();
-  for (const auto& r : rows) if (r.level >= cli.fail_on) return true;
-  return false;
-}
-
-bool save_recording(const std::string& path, const EventLog& log) {
-  std::ostringstream rec;
-  write_recording(rec, log);
-  std::string error;
-  if (report::write_file(path, rec.str(), error)) return true;
-  std::cerr << "asynccheck: ERROR: " << error << "\n";
-  return false;
-}
-
-int analyze_command(std::vector<std::string>& args, Cli& cli) {
-  size_t i = 2;
-  std::string error;
-  if (args.size() < 3) return usage_error("analyze needs a recording file");
-  std::string path = args[2];
-  i = 3;
-  if (!parse_cli(args, i, cli, error)) return usage_error(error);
-  if (i < args.size()) return usage_error("unexpected argument '" + args[i] + "'");
-  std::ifstream in(path);
-  if (!in) return usage_error("cannot read recording '" + path + "': " + std::strerror(errno));
-  EventLog log;
-  if (!read_recording(in, log, error)) return usage_error("recording '" + path + "': " + error);
-  if (cli.opts.threshold_us == Options{}.threshold_us && log.run.threshold_ns) cli.opts.threshold_us = log.run.threshold_ns / 1000;
-  const bool failed = report_log(log, cli);
-  // Re-save, with the call sites resolved while the binaries are at hand.
-  if (!cli.opts.record.empty() && !save_recording(cli.opts.record, log)) return kUsageError;
-  return failed && cli.error_exitcode >= 0 ? cli.error_exitcode : 0;
-}
-
 int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   size_t i = 1;
   std::string error;
-  if (!parse_cli(args, i, cli, error)) return usage_error(error);
+  if (!parse_cli(args, i, cli, error) || !check_options(cli.opts, error)) return usage_error(error);
+  if (!cli.read.empty()) {
+    if (i < args.size()) return usage_error("--read analyzes a recording: no program may follow it (got '" + args[i] + "')");
+    return analyze_command(cli.read, cli);
+  }
   if (i >= args.size()) return usage_error("no program to run (usage: asynccheck [options] -- PROGRAM [ARGS...])");
+  report::ReportInputs inputs;
+  if (!report::prepare_report(cli.opts, static_cast<int>(getpid()), inputs, error)) return usage_error(error);
   const fs::path lib = library_path(argv0);
   if (lib.empty()) return usage_error("libasynccheck.so not found next to the asynccheck command or in ../lib");
   char tmpl[] = "/tmp/asynccheck.XXXXXX";
   if (!mkdtemp(tmpl)) return usage_error(std::string("cannot create a temporary directory: ") + std::strerror(errno));
   const std::string dir = tmpl;
-  const std::string rec = dir + "/run.%p.rec";
-  std::string env = options_env(cli.opts) + ":summary=0:record=" + rec;
   pid_t pid = fork();
   if (pid == 0) {
     const char* old = getenv("LD_PRELOAD");
     std::string preload = lib.string() + (old && *old ? std::string(":") + old : "");
     setenv("LD_PRELOAD", preload.c_str(), 1);
-    setenv("ASYNCCHECK_OPTIONS", env.c_str(), 1);
+    setenv("ASYNCCHECK_OPTIONS", child_options(cli.opts, dir + "/run.%p.rec").c_str(), 1);
     std::vector<char*> argv;
     for (size_t k = i; k < args.size(); ++k) argv.push_back(args[k].data());
     argv.push_back(nullptr);
@@ -184,24 +185,37 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
     std::cerr << "asynccheck: ERROR: cannot run '" << args[i] << "': " << std::strerror(errno) << "\n";
     _exit(127);
   }
+  // The program gets the terminal's signals itself (same process group); the command waits for it.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  bool failed = false;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    std::ifstream in(entry.path());
+  int override_code = -1;
+  std::vector<fs::path> recordings;
+  for (const auto& entry : fs::directory_iterator(dir)) recordings.push_back(entry.path());
+  std::sort(recordings.begin(), recordings.end());  // one report per process, in pid order
+  for (const fs::path& path : recordings) {
     EventLog log;
-    if (!read_recording(in, log, error)) {
-      std::cerr << "asynccheck: ERROR: " << entry.path() << ": " << error << "\n";
+    if (!read_log(path, log, error)) {
+      std::cerr << "asynccheck: ERROR: " << error << "\n";
       continue;
     }
-    failed = report_log(log, cli) || failed;
-    // Saved with its resolved call sites, so it replays anywhere.
-    if (!cli.opts.record.empty()) save_recording(expand_path(cli.opts.record, log.run.pid), log);
+    const int code = report_log(log, cli, inputs);
+    if (code >= 0) override_code = code;
   }
   fs::remove_all(dir);
-  return failed && cli.error_exitcode >= 0 ? cli.error_exitcode : code;
+  if (override_code >= 0) return override_code;
+  if (WIFSIGNALED(status)) {
+    // End the way the program ended, so that a shell or CI runner sees the same signal.
+    const int sig = WTERMSIG(status);
+    signal(sig, SIG_DFL);
+    struct rlimit no_core {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);  // the program already dumped its core if it was going to
+    kill(getpid(), sig);
+    return 128 + sig;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 }  // namespace
@@ -209,7 +223,7 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   Cli cli;
-  if (args.size() < 2) return usage_error("nothing to do");
+  if (args.size() < 2) return usage_error("no program to run (usage: asynccheck [options] -- PROGRAM [ARGS...])");
   if (args[1] == "--help" || args[1] == "-h") {
     print_help();
     return 0;
@@ -224,6 +238,13 @@ int main(int argc, char** argv) {
     std::cout << rules::rules_markdown();
     return 0;
   }
-  if (args[1] == "analyze") return analyze_command(args, cli);
+  if (args[1] == "analyze") {
+    if (args.size() < 3) return usage_error("analyze needs a recording file (usage: asynccheck analyze RECORDING [options])");
+    size_t i = 3;
+    std::string error;
+    if (!parse_cli(args, i, cli, error) || !check_options(cli.opts, error)) return usage_error(error);
+    if (i < args.size()) return usage_error("unexpected argument '" + args[i] + "' after the recording");
+    return analyze_command(args[2], cli);
+  }
   return run_command(args, cli, argv[0]);
 }

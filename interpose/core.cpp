@@ -22,6 +22,7 @@ std::atomic<bool> g_finished{false};
 bool g_capturing = false;
 Options* g_options = nullptr;  // leaked on purpose: used during exit
 RunInfo* g_run = nullptr;
+report::ReportInputs* g_inputs = nullptr;
 
 void say(const std::string& line) {
   std::string out = "asynccheck: " + line + "\n";
@@ -58,9 +59,9 @@ void finish() {
   RunInfo info = *g_run;
   info.gpu = log.run.gpu;
   info.dropped_records = log.run.dropped_records;
-  info.threshold_ns = g_options->threshold_us * 1000;
+  info.threshold_ns = g_options->threshold;
   log.run = info;
-  report::emit(log, *g_options, /*in_target=*/true);
+  report::emit(log, *g_options, *g_inputs);
 }
 
 }  // namespace
@@ -69,21 +70,27 @@ void start(Origin) {
   if (g_started.exchange(true)) return;  // both shims of the same library: one core
   g_options = new Options;
   g_run = new RunInfo;
+  g_inputs = new report::ReportInputs;
   read_command_line(*g_run);
   g_run->pid = static_cast<int>(getpid());
   g_run->env = read_environment();
   // Under secure execution (setuid/setgid) the environment is not ours to trust: ignore its options.
   const char* env = secure_getenv("ASYNCCHECK_OPTIONS");
   std::string error;
-  if (env && !parse_options(env, *g_options, error)) {
-    say("ERROR: ASYNCCHECK_OPTIONS: " + error + "; monitoring is off, the program runs unchanged");
-    return;
-  }
+  // A bad option or input file: nothing is watched, the program runs unchanged, and the report (with the
+  // options that did parse) says why.
+  auto monitoring_off = [](const std::string& why) {
+    say("ERROR: " + why + "; monitoring is off, the program runs unchanged");
+    g_run->monitoring = "off: " + why;
+    std::atexit(finish);
+  };
+  if (env && !parse_options(env, *g_options, error)) return monitoring_off("ASYNCCHECK_OPTIONS: " + error);
   if (g_options->help) say(options_help());
+  if (!report::prepare_report(*g_options, g_run->pid, *g_inputs, error)) return monitoring_off(error);
   // Exit handlers run in reverse order of registration. The one registered at the first watched call runs
   // before the CUDA runtime's own teardown (registered during that call); the one registered now is the fallback
   // for a program that never finishes a watched call. finish() runs once.
-  if (!capture::start(g_options->threshold_us * 1000, g_options->activity_buffer_kb * 1024,
+  if (!capture::start(g_options->threshold, g_options->activity_buffer_kb * 1024,
                       [] { std::atexit(finish); }, error)) {
     say("monitoring off: " + error + "; the program runs unchanged");
     g_run->monitoring = "off: " + error;

@@ -2,19 +2,22 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <vector>
 
 namespace asynccheck {
 namespace {
 
-bool parse_value(std::string_view name, std::string_view v, bool& out, std::string& error) {
+bool parse_Bool(std::string_view name, std::string_view v, bool& out, std::string& error) {
   if (v == "1" || v == "true" || v == "yes") { out = true; return true; }
   if (v == "0" || v == "false" || v == "no") { out = false; return true; }
   error = "option '" + std::string(name) + "': '" + std::string(v) + "' is not a boolean (valid: 1, 0, true, false, yes, no)";
   return false;
 }
 
-bool parse_value(std::string_view name, std::string_view v, uint64_t& out, std::string& error) {
+bool parse_Uint(std::string_view name, std::string_view v, uint64_t& out, std::string& error) {
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (v.empty() || ec != std::errc() || p != v.data() + v.size()) {
     error = "option '" + std::string(name) + "': '" + std::string(v) + "' is not a non-negative whole number";
@@ -23,14 +26,26 @@ bool parse_value(std::string_view name, std::string_view v, uint64_t& out, std::
   return true;
 }
 
-bool parse_value(std::string_view, std::string_view v, std::string& out, std::string&) {
+bool parse_Duration(std::string_view name, std::string_view v, uint64_t& out, std::string& error) {
+  if (parse_duration(v, out)) return true;
+  error = "option '" + std::string(name) + "': '" + std::string(v) +
+          "' is not a duration (valid: a whole number with ns, us, ms or s, e.g. 100us, 2ms; no unit means us)";
+  return false;
+}
+
+bool parse_Text(std::string_view, std::string_view v, std::string& out, std::string&) {
   out = std::string(v);
   return true;
 }
 
-std::string default_text(bool v) { return v ? "1" : "0"; }
-std::string default_text(uint64_t v) { return std::to_string(v); }
-std::string default_text(const std::string& v) { return v.empty() ? "\"\"" : v; }
+std::string default_Bool(bool v) { return v ? "1" : "0"; }
+std::string default_Uint(uint64_t v) { return std::to_string(v); }
+std::string default_Duration(uint64_t v) { return format_duration_option(v); }
+std::string default_Text(const std::string& v) { return v.empty() ? "\"\"" : v; }
+
+constexpr std::string_view kFormats[] = {"json", "sarif", "trace"};
+
+bool format_names_valid(std::string_view list, std::string& error);
 
 // Ranges that the type alone does not express.
 bool validate(const Options& o, std::string& error) {
@@ -38,11 +53,25 @@ bool validate(const Options& o, std::string& error) {
     error = "option 'activity_buffer_kb': " + std::to_string(o.activity_buffer_kb) + " is out of range (valid: 64 to 262144)";
     return false;
   }
-  if (o.threshold_us > 60'000'000) {
-    error = "option 'threshold_us': " + std::to_string(o.threshold_us) + " is out of range (valid: 0 to 60000000)";
+  if (o.threshold > 60'000'000'000ull) {
+    error = "option 'threshold': " + format_duration_option(o.threshold) + " is out of range (valid: 0 to 60s)";
     return false;
   }
-  return true;
+  return format_names_valid(o.format, error);
+}
+
+bool format_names_valid(std::string_view list, std::string& error) {
+  std::string_view rest = list;
+  while (true) {
+    const size_t comma = rest.find(',');
+    const std::string_view f = rest.substr(0, comma);
+    if (std::find(std::begin(kFormats), std::end(kFormats), f) == std::end(kFormats)) {
+      error = "option 'format': '" + std::string(f) + "' is not a format (valid: json, sarif, trace; comma-separated)";
+      return false;
+    }
+    if (comma == std::string_view::npos) return true;
+    rest = rest.substr(comma + 1);
+  }
 }
 
 std::string valid_names() {
@@ -59,7 +88,7 @@ bool set_option(std::string_view name, std::string_view value, Options& opts, st
   Options next = opts;
   bool known = false, ok = true;
 #define OPTION(type, oname, def, desc) \
-  if (name == #oname) { known = true; ok = parse_value(name, value, next.oname, error); }
+  if (name == #oname) { known = true; ok = parse_##type(name, value, next.oname, error); }
 #include "options/options.def"
 #undef OPTION
   if (!known) {
@@ -74,9 +103,10 @@ bool set_option(std::string_view name, std::string_view value, Options& opts, st
 bool parse_options(std::string_view text, Options& opts, std::string& error) {
   size_t i = 0;
   while (i < text.size()) {
-    while (i < text.size() && (text[i] == ':' || text[i] == ',' || text[i] == ' ' || text[i] == '\t' || text[i] == '\n')) ++i;
+    // ':' and whitespace separate items; ',' belongs to values (format=json,sarif).
+    while (i < text.size() && (text[i] == ':' || text[i] == ' ' || text[i] == '\t' || text[i] == '\n')) ++i;
     size_t j = i;
-    while (j < text.size() && text[j] != ':' && text[j] != ',' && text[j] != ' ' && text[j] != '\t' && text[j] != '\n') ++j;
+    while (j < text.size() && text[j] != ':' && text[j] != ' ' && text[j] != '\t' && text[j] != '\n') ++j;
     if (j == i) break;
     std::string_view item = text.substr(i, j - i);
     size_t eq = item.find('=');
@@ -87,17 +117,80 @@ bool parse_options(std::string_view text, Options& opts, std::string& error) {
     if (!set_option(item.substr(0, eq), item.substr(eq + 1), opts, error)) return false;
     i = j;
   }
-  return true;
+  return check_options(opts, error);
+}
+
+bool check_options(const Options& opts, std::string& error) {
+  OutputFiles files;
+  return validate(opts, error) && output_files(opts, files, error);
 }
 
 std::string options_help() {
   const Options defaults;
   std::string out = "asynccheck options (ASYNCCHECK_OPTIONS=name=value:name=value, or --name=value):\n";
 #define OPTION(type, name, def, desc) \
-  out += "  " + std::string(#name) + " (" #type ", default " + default_text(defaults.name) + ")\n      " desc "\n";
+  out += "  " + std::string(#name) + " (" #type ", default " + default_##type(defaults.name) + ")\n      " desc "\n";
 #include "options/options.def"
 #undef OPTION
   return out;
+}
+
+bool parse_duration(std::string_view text, uint64_t& ns) {
+  uint64_t n = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc() || p == text.data()) return false;
+  const std::string_view unit(p, static_cast<size_t>(text.data() + text.size() - p));
+  uint64_t scale = 0;
+  if (unit == "ns") scale = 1;
+  else if (unit == "us" || unit.empty()) scale = 1'000;
+  else if (unit == "ms") scale = 1'000'000;
+  else if (unit == "s") scale = 1'000'000'000;
+  else return false;
+  if (n > UINT64_MAX / scale) return false;
+  ns = n * scale;
+  return true;
+}
+
+std::string format_duration_option(uint64_t ns) {
+  if (ns != 0 && ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + "s";
+  if (ns != 0 && ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + "ms";
+  if (ns % 1'000 == 0) return std::to_string(ns / 1'000) + "us";
+  return std::to_string(ns) + "ns";
+}
+
+bool output_files(const Options& o, OutputFiles& out, std::string& error) {
+  if (!format_names_valid(o.format, error)) return false;
+  out = OutputFiles{o.json, o.sarif, o.trace};
+  std::vector<std::string_view> formats;
+  std::string_view rest = o.format;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    std::string_view f = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
+  }
+  if (o.output.empty()) {
+    if (o.format != Options{}.format) {
+      error = "option 'format': '" + o.format + "' needs an output path (--output=PATH)";
+      return false;
+    }
+    return true;
+  }
+  if (formats.empty()) {
+    error = "option 'output': no format to write (valid --format: json, sarif, trace)";
+    return false;
+  }
+  for (std::string_view f : formats) {
+    std::string& slot = f == "json" ? out.json : f == "sarif" ? out.sarif : out.trace;
+    const std::string path = formats.size() == 1 ? o.output : o.output + (f == "trace" ? ".trace.json" : "." + std::string(f));
+    if (!slot.empty() && slot != path) {
+      error = "the " + std::string(f) + " report is given two paths, '" + slot + "' (option '" + std::string(f) +
+              "') and '" + path + "' (option 'output'); give one";
+      return false;
+    }
+    slot = path;
+  }
+  return true;
 }
 
 std::string expand_path(std::string_view pattern, int pid) {

@@ -10,24 +10,41 @@ namespace asynccheck {
 struct Options {
 #define OPTION_Bool bool
 #define OPTION_Uint uint64_t
+#define OPTION_Duration uint64_t
 #define OPTION_Text std::string
 #define OPTION(type, name, def, desc) OPTION_##type name = def;
 #include "options/options.def"
 #undef OPTION
 #undef OPTION_Bool
 #undef OPTION_Uint
+#undef OPTION_Duration
 #undef OPTION_Text
 };
 
-// Parses "name=value" items separated by ':' ',' or whitespace into `opts` (later items win). Returns false with
+// Parses "name=value" items separated by ':' or whitespace (',' separates list values) into `opts` (later items win). Returns false with
 // `error` naming the problem and what would be valid; `opts` then keeps the items before the bad one.
 bool parse_options(std::string_view text, Options& opts, std::string& error);
 
-// Sets one option; the same validation as parse_options.
+// Sets one option, checking its own value; what depends on several options is checked by check_options.
 bool set_option(std::string_view name, std::string_view value, Options& opts, std::string& error);
+
+// Checks what depends on several options (--format needs --output, ...). parse_options calls it at the end;
+// the command calls it after its whole command line.
+bool check_options(const Options& opts, std::string& error);
 
 // The option list for help=1 / --help: name, type, default, description.
 std::string options_help();
+
+// The files a run writes, from --format/--output and the per-format options (paths not yet expanded).
+struct OutputFiles {
+  std::string json, sarif, trace;
+};
+// False with `error` for an unknown format, a format without --output, or one format given two paths.
+bool output_files(const Options& opts, OutputFiles& out, std::string& error);
+
+// Parses a duration: a whole number with ns, us, ms or s, or no unit (us).
+bool parse_duration(std::string_view text, uint64_t& ns);
+std::string format_duration_option(uint64_t ns);
 
 // Expands %p (pid) and %h (host name) in an output path.
 std::string expand_path(std::string_view pattern, int pid);

@@ -2,6 +2,7 @@
 #include <map>
 #include <tuple>
 
+#include "report/baseline.h"
 #include "report/report.h"
 
 namespace asynccheck::report {
@@ -41,6 +42,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     samples[it->second].push_back(t);
   }
   for (size_t r = 0; r < rows.size(); ++r) {
+    rows[r].fingerprint = fingerprint(rows[r]);
     auto& s = samples[r];
     std::nth_element(s.begin(), s.begin() + static_cast<long>(s.size() / 2), s.end());
     rows[r].median_ns = s[s.size() / 2];

@@ -5,9 +5,8 @@
 #include "report/report.h"
 
 namespace asynccheck::report {
-namespace {
 
-std::string quote(std::string_view s) {
+std::string json_string(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
@@ -29,6 +28,10 @@ std::string quote(std::string_view s) {
   return out + "\"";
 }
 
+namespace {
+
+std::string quote(std::string_view s) { return json_string(s); }
+
 void frame_json(std::ostream& o, const Frame& f) {
   o << "{\"function\": " << quote(f.function) << ", \"file\": " << quote(f.file) << ", \"line\": " << f.line
     << ", \"module\": " << quote(f.module) << "}";
@@ -37,7 +40,10 @@ void frame_json(std::ostream& o, const Frame& f) {
 }  // namespace
 
 // Schema (version 1) is documented in docs/report-format.md.
-void write_json(std::ostream& o, const EventLog& log, const Analysis& a, const std::vector<SiteRow>& rows) {
+void write_json(std::ostream& o, const ReportData& data) {
+  const EventLog& log = *data.log;
+  const Analysis& a = *data.analysis;
+  const std::vector<SiteRow>& rows = data.rows;
   const RunInfo& r = log.run;
   o << "{\n  \"schema\": \"asynccheck-report\",\n  \"version\": " << kJsonSchemaVersion << ",\n";
   o << "  \"run\": {\"program\": " << quote(r.program) << ", \"args\": [";
@@ -63,7 +69,8 @@ void write_json(std::ostream& o, const EventLog& log, const Analysis& a, const s
       << ", \"predicted_behavior\": " << quote(rules::host_behavior_text(a.predicted[ex.call].host))
       << ", \"released_by\": " << quote(released_by_text(ex.evidence.by))
       << ", \"evidence\": " << quote(evidence_text(log, ex)) << ", \"note\": " << quote(ex.note)
-      << ", \"fix\": " << quote(rule.fix) << ", \"doc\": " << quote(rule.url) << ", \"stack\": [";
+      << ", \"fix\": " << quote(rule.fix) << ", \"fingerprint\": " << quote(s.fingerprint)
+      << ", \"in_baseline\": " << (s.in_baseline ? "true" : "false") << ", \"doc\": " << quote(rule.url) << ", \"stack\": [";
     for (size_t k = 0; k < s.site.frames.size(); ++k) {
       if (k) o << ", ";
       frame_json(o, s.site.frames[k]);
@@ -77,7 +84,14 @@ void write_json(std::ostream& o, const EventLog& log, const Analysis& a, const s
     o << (first ? "" : ", ") << quote(rules::rule(rule).id) << ": " << count;
     first = false;
   }
-  o << "},\n  \"context_creation_ns\": " << a.context_creation_ns << ",\n  \"kind_disagreements\": " << a.kind_disagreements
+  o << "},\n  \"suppressions\": [";
+  for (size_t i = 0; i < data.suppressions.size(); ++i) {
+    const SuppressionUse& u = data.suppressions[i];
+    o << (i ? ", " : "") << "{\"rule\": " << quote(u.rule) << ", \"pattern\": " << quote(u.pattern)
+      << ", \"origin\": " << quote(u.origin) << ", \"sites\": " << u.sites << ", \"calls\": " << u.calls << "}";
+  }
+  o << "],\n  \"baseline\": " << quote(data.baseline);
+  o << ",\n  \"context_creation_ns\": " << a.context_creation_ns << ",\n  \"kind_disagreements\": " << a.kind_disagreements
     << "\n}\n";
 }
 

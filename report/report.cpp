@@ -1,32 +1,94 @@
 #include "report/report.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iostream>
-#include <set>
 #include <sstream>
 
 #include "analysis/recording.h"
+#include "report/baseline.h"
+#include "report/suppressions.h"
 
 namespace asynccheck::report {
 namespace {
 
+// Our lines share stderr with the program: one write(2) each, so they are never interleaved mid-line.
 void say(const std::string& line) {
   std::string out = "asynccheck: " + line + "\n";
   ssize_t ignored = write(STDERR_FILENO, out.data(), out.size());
   (void)ignored;
 }
 
+void write_fd(int fd, const std::string& text) {
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+std::string directory_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string exists_error(const std::string& path) {
+  return "'" + path + "': it already exists (valid: a new path, overwrite=1 to replace it, or %p in the name for one "
+         "file per process)";
+}
+
+bool is_stream(const std::string& path) { return path.empty() || path == "stderr" || path == "stdout"; }
+
+// Every file the options write, unexpanded, with the option that names it.
+std::vector<std::pair<std::string, std::string>> output_paths(const Options& o) {
+  std::vector<std::pair<std::string, std::string>> out;
+  OutputFiles files;
+  std::string ignored;
+  output_files(o, files, ignored);  // validated when the options were parsed
+  for (const auto& [name, path] : {std::pair<std::string, std::string>{"json", files.json}, {"sarif", files.sarif},
+                                   {"trace", files.trace}, {"save", o.save}, {"save_baseline", o.save_baseline}}) {
+    if (!path.empty()) out.emplace_back(name, path);
+  }
+  if (!is_stream(o.log_file)) out.emplace_back("log_file", o.log_file);
+  return out;
+}
+
 }  // namespace
 
-bool write_file(const std::string& path, const std::string& content, std::string& error) {
+bool check_output_path(const std::string& path, bool overwrite, std::string& error) {
+  const std::string dir = directory_of(path);
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    error = "cannot write '" + path + "': directory '" + dir + "' does not exist";
+    return false;
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    error = "cannot write '" + path + "': directory '" + dir + "' is not writable";
+    return false;
+  }
+  if (lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode)) {
+      error = "cannot write '" + path + "': it is a symbolic link (asynccheck never writes through links)";
+      return false;
+    }
+    if (!overwrite) {
+      error = "cannot write " + exists_error(path);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool write_file(const std::string& path, const std::string& content, bool overwrite, std::string& error) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     error = "cannot write '" + path + "': " + std::strerror(errno);
     return false;
@@ -36,7 +98,7 @@ bool write_file(const std::string& path, const std::string& content, std::string
     ssize_t n = write(fd, content.data() + off, content.size() - off);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      error = "cannot write '" + path + "': " + std::strerror(errno);
+      error = "cannot write '" + path + "': " + std::strerror(n < 0 ? errno : ENOSPC);
       close(fd);
       unlink(tmp.c_str());
       return false;
@@ -44,50 +106,110 @@ bool write_file(const std::string& path, const std::string& content, std::string
     off += static_cast<size_t>(n);
   }
   close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    error = "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno);
+  // rename() replaces a symbolic link itself, never its target; link() fails if the path exists, atomically, so
+  // two processes never overwrite each other's report.
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    error = "cannot write '" + path + "': it is a symbolic link (asynccheck never writes through links)";
     unlink(tmp.c_str());
+    return false;
+  }
+  const bool moved = overwrite ? rename(tmp.c_str(), path.c_str()) == 0 : link(tmp.c_str(), path.c_str()) == 0;
+  const int err = errno;
+  if (!overwrite || !moved) unlink(tmp.c_str());
+  if (!moved) {
+    error = err == EEXIST ? "cannot write " + exists_error(path) : "cannot write '" + path + "': " + std::strerror(err);
     return false;
   }
   return true;
 }
 
-void emit(EventLog& log, const Options& options, bool) {
+bool prepare_report(const Options& options, int pid, ReportInputs& inputs, std::string& error) {
+  if (!options.suppressions.empty() && !load_suppressions(options.suppressions, inputs.suppressions, error)) return false;
+  if (!options.baseline.empty()) {
+    if (!load_baseline(options.baseline, inputs.baseline, error)) return false;
+    inputs.baseline_path = options.baseline;
+  }
+  for (const auto& [name, path] : output_paths(options)) {
+    // With %p every process writes its own file: whether it exists can only be known at the end.
+    const bool per_process = path.find("%p") != std::string::npos;
+    if (!check_output_path(expand_path(path, pid), options.overwrite || per_process, error)) {
+      error = "option '" + name + "': " + error;
+      return false;
+    }
+  }
+  return true;
+}
+
+ReportData make_report(const EventLog& log, const Analysis& analysis) {
+  ReportData data;
+  data.log = &log;
+  data.analysis = &analysis;
+  data.rows = aggregate(log, analysis, call_sites(log, kernel_names(log)));
+  char cwd[4096];
+  if (getcwd(cwd, sizeof cwd)) data.source_root = cwd;
+  return data;
+}
+
+Emitted emit(EventLog& log, const Options& options, const ReportInputs& inputs) {
+  Emitted result;
+  OutputFiles files;
   std::string error;
-  // Resolve call sites here only when this process reports; the asynccheck command resolves them itself, outside
-  // the program under test.
-  if (options.symbolize && (options.summary || !options.json.empty())) resolve_symbols(log);
-  if (!options.record.empty()) {
+  output_files(options, files, error);
+  const int pid = log.run.pid;
+  auto save = [&](const std::string& path, const std::string& content) {
+    if (path.empty()) return;
+    if (!write_file(expand_path(path, pid), content, options.overwrite, error)) {
+      say("ERROR: " + error);
+      result.write_failed = true;
+    }
+  };
+  // Call sites are resolved while the binaries are still on disk, before the events are saved, so that a saved
+  // run replays with its call sites anywhere.
+  const bool writes_report = options.summary || !files.json.empty() || !files.sarif.empty() || !files.trace.empty() ||
+                             !options.save_baseline.empty();
+  if (options.symbolize && (writes_report || !options.save.empty())) resolve_symbols(log);
+  if (!options.save.empty()) {
     std::ostringstream rec;
     write_recording(rec, log);
-    if (!write_file(expand_path(options.record, log.run.pid), rec.str(), error)) say("ERROR: " + error);
+    save(options.save, rec.str());
   }
   AnalysisOptions ao;
-  ao.threshold_ns = log.run.threshold_ns ? log.run.threshold_ns : options.threshold_us * 1000;
+  ao.threshold_ns = log.run.threshold_ns ? log.run.threshold_ns : options.threshold;
   const Analysis analysis = analyze(log, ao);
-  const std::vector<CallSite> sites = call_sites(log, kernel_names(log));
-  const std::vector<SiteRow> rows = aggregate(log, analysis, sites);
-  if (!options.json.empty()) {
-    std::ostringstream js;
-    write_json(js, log, analysis, rows);
-    if (!write_file(expand_path(options.json, log.run.pid), js.str(), error)) say("ERROR: " + error);
+  ReportData data = make_report(log, analysis);
+  data.suppressions = inputs.suppressions;
+  data.baseline = inputs.baseline_path;
+  apply_suppressions(data);
+  if (!inputs.baseline_path.empty()) mark_baseline(data.rows, inputs.baseline);
+  for (const SiteRow& r : data.rows) {
+    if (!r.in_baseline && r.level > result.worst_new) result.worst_new = r.level;
   }
-  if (!options.summary) return;
+  result.sites = data.rows.size();
+  auto render = [&](void (*writer)(std::ostream&, const ReportData&)) {
+    std::ostringstream out;
+    writer(out, data);
+    return out.str();
+  };
+  if (!files.json.empty()) save(files.json, render(write_json));
+  if (!files.sarif.empty()) save(files.sarif, render(write_sarif));
+  if (!files.trace.empty()) save(files.trace, render(write_trace));
+  if (!options.save_baseline.empty()) save(options.save_baseline, baseline_text(data.rows));
+  if (!options.summary) return result;
   std::ostringstream summary;
-  write_summary(summary, log, analysis, rows, options.print_limit);
+  write_summary(summary, data, options.print_limit);
   const std::string text = summary.str();
-  if (text.empty()) return;
-  if (options.log_path == "stderr" || options.log_path.empty()) {
-    ssize_t ignored = write(STDERR_FILENO, text.data(), text.size());
-    (void)ignored;
-  } else if (options.log_path == "stdout") {
-    ssize_t ignored = write(STDOUT_FILENO, text.data(), text.size());
-    (void)ignored;
-  } else if (!write_file(expand_path(options.log_path, log.run.pid), text, error)) {
+  if (text.empty()) return result;
+  if (options.log_file == "stdout") {
+    write_fd(STDOUT_FILENO, text);
+  } else if (is_stream(options.log_file)) {
+    write_fd(STDERR_FILENO, text);
+  } else if (!write_file(expand_path(options.log_file, pid), text, options.overwrite, error)) {
     say("ERROR: " + error + "; the summary follows on stderr");
-    ssize_t ignored = write(STDERR_FILENO, text.data(), text.size());
-    (void)ignored;
+    write_fd(STDERR_FILENO, text);
+    result.write_failed = true;
   }
+  return result;
 }
 
 }  // namespace asynccheck::report

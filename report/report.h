@@ -2,6 +2,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,28 @@ struct SiteRow {
   uint64_t bytes = 0;
   size_t example = 0;          // index into Analysis::findings of the first finding here
   bool gpu_side = false;       // legacy-stream serialization: measured on the GPU, the host was not held
+  std::string fingerprint;     // stable across runs, machines and line moves (baseline.h); set by aggregate()
+  bool in_baseline = false;    // listed in the --baseline file: reported, but does not fail the run
+};
+
+// One suppression (suppressions.h) and what it hid in this run.
+struct SuppressionUse {
+  std::string rule;     // rule id or "*"
+  std::string pattern;  // glob over the API name and the call site's functions, files and modules
+  std::string origin;   // "file:line" it was read from
+  uint64_t sites = 0;   // call sites it suppressed
+  uint64_t calls = 0;   // findings (calls) at those sites
+};
+
+// One run, analyzed and aggregated: everything the writers (summary, JSON, SARIF, trace) read.
+struct ReportData {
+  const EventLog* log = nullptr;
+  const Analysis* analysis = nullptr;
+  std::vector<SiteRow> rows;                 // reported sites, worst first
+  std::vector<SiteRow> suppressed;           // sites a suppression hid (counted in the report, not shown)
+  std::vector<SuppressionUse> suppressions;  // every suppression given, with its hit counts (0 = unused)
+  std::string baseline;                      // path of the --baseline file, empty if none
+  std::string source_root;                   // files under it are reported relative to it (SARIF); default: cwd
 };
 
 std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, const std::vector<CallSite>& sites);
@@ -34,17 +57,51 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
 // One line of evidence for a finding: what released the call, and how close its end was to the return.
 std::string evidence_text(const EventLog& log, const Finding& f);
 
-void write_summary(std::ostream& out, const EventLog& log, const Analysis& analysis, const std::vector<SiteRow>& rows,
-                   uint64_t print_limit);
-void write_json(std::ostream& out, const EventLog& log, const Analysis& analysis, const std::vector<SiteRow>& rows);
+void write_summary(std::ostream& out, const ReportData& data, uint64_t print_limit);
+void write_json(std::ostream& out, const ReportData& data);
+// SARIF 2.1.0 for code scanning (sarif.cpp).
+void write_sarif(std::ostream& out, const ReportData& data);
+// Chrome trace event JSON for Perfetto / chrome://tracing (trace.cpp).
+void write_trace(std::ostream& out, const ReportData& data);
 
-// Analyzes `log` and writes everything the options ask for (recording, JSON, summary). `in_target`: we run inside
-// the program under test at its exit (stderr is shared with it).
-void emit(EventLog& log, const Options& options, bool in_target);
+// Call sites resolved from log.symbols, findings aggregated per site (no suppressions, no baseline yet).
+ReportData make_report(const EventLog& log, const Analysis& analysis);
 
-// Writes `content` to a temporary name beside `path` and renames it into place (never through a symbolic link),
-// so that no reader sees a half-written file. False with a message naming the path and the reason.
-bool write_file(const std::string& path, const std::string& content, std::string& error);
+// What a report reads besides the events: suppressions and the baseline, loaded and checked before the program
+// starts, so that a bad file is an error up front rather than a surprise at exit.
+struct ReportInputs {
+  std::vector<SuppressionUse> suppressions;
+  std::set<std::string> baseline;
+  std::string baseline_path;
+};
+
+// Loads the suppression and baseline files the options name and checks that every output path can be written
+// (its directory exists and is writable, it is not a symbolic link, and it does not exist unless overwrite=1).
+// `pid` expands %p. False with `error` naming the file and what is wrong.
+bool prepare_report(const Options& options, int pid, ReportInputs& inputs, std::string& error);
+
+// What emit() found, for the caller's exit code.
+struct Emitted {
+  rules::Level worst_new = rules::Level::None;  // the most severe reported site not in the baseline
+  size_t sites = 0;                             // reported sites
+  bool write_failed = false;                    // some file could not be written (the error was printed)
+};
+
+// Analyzes `log` and writes everything the options ask for: the saved events, JSON, SARIF, trace, baseline, and
+// the human summary (to log_file unless summary=0). Errors are printed as "asynccheck: ERROR: ..." lines with
+// write(2) and never stop the others; a summary whose file cannot be written goes to stderr.
+Emitted emit(EventLog& log, const Options& options, const ReportInputs& inputs);
+
+// Writes `content` to a temporary name beside `path` and moves it into place, so that no reader sees a
+// half-written file; never through a symbolic link. An existing `path` is an error unless `overwrite`. False with
+// `error` naming the path and the reason.
+bool write_file(const std::string& path, const std::string& content, bool overwrite, std::string& error);
+
+// The checks of write_file that can be made before anything is written (see prepare_report).
+bool check_output_path(const std::string& path, bool overwrite, std::string& error);
+
+// `s` as a JSON string literal, quotes included (control characters escaped; UTF-8 passed through).
+std::string json_string(std::string_view s);
 
 std::string format_duration(uint64_t ns);
 std::string format_bytes(uint64_t bytes);

@@ -75,21 +75,33 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
   return "";
 }
 
-void write_summary(std::ostream& out, const EventLog& log, const Analysis& a, const std::vector<SiteRow>& rows,
-                   uint64_t print_limit) {
+void write_summary(std::ostream& out, const ReportData& data, uint64_t print_limit) {
+  const EventLog& log = *data.log;
+  const Analysis& a = *data.analysis;
+  const std::vector<SiteRow>& rows = data.rows;
   const std::string tag = "asynccheck: ";
   if (log.run.monitoring != "on") {
     out << tag << "monitoring was " << log.run.monitoring << "; nothing was watched\n";
     return;
   }
-  if (rows.empty()) return;  // nothing to say
+  uint64_t suppressed_calls = 0, unused = 0;
+  for (const SuppressionUse& s : data.suppressions) {
+    suppressed_calls += s.calls;
+    unused += s.sites == 0;
+  }
+  if (rows.empty() && data.suppressions.empty()) return;  // nothing to say
   uint64_t host_ns = 0, counts[4] = {};
   for (const SiteRow& r : rows) {
     if (!r.gpu_side) host_ns += r.total_ns;
     counts[static_cast<int>(r.level)] += 1;
   }
-  out << tag << rows.size() << " call site" << (rows.size() == 1 ? "" : "s") << " where CUDA held the host or serialized the GPU (threshold "
-      << format_duration(log.run.threshold_ns) << ", worst first)\n";
+  uint64_t known = 0;
+  for (const SiteRow& r : rows) known += r.in_baseline;
+  if (!rows.empty()) {
+    out << tag << rows.size() << " call site" << (rows.size() == 1 ? "" : "s")
+        << " where CUDA held the host or serialized the GPU (threshold " << format_duration(log.run.threshold_ns)
+        << ", worst first)\n";
+  }
   size_t shown = 0;
   for (const SiteRow& r : rows) {
     if (print_limit != 0 && shown == print_limit) {
@@ -100,6 +112,7 @@ void write_summary(std::ostream& out, const EventLog& log, const Analysis& a, co
     const rules::Rule& rule = rules::rule(r.rule);
     const Finding& ex = a.findings[r.example];
     out << "\n#" << shown << " " << rules::level_name(r.level) << " [" << rule.id << "] " << r.api << " at " << r.site.where();
+    if (r.in_baseline) out << " (in baseline)";
     if (r.site.known() && !r.site.frame.function.empty()) out << " in " << r.site.frame.function;
     out << "\n    " << rule.title << "\n";
     out << "    " << r.count << " call" << (r.count == 1 ? "" : "s") << ", "
@@ -115,8 +128,19 @@ void write_summary(std::ostream& out, const EventLog& log, const Analysis& a, co
     out << "    documented: " << rule.basis << " <" << rule.url << ">\n";
     out << "    fix: " << rule.fix << "\n";
   }
+  if (!data.suppressions.empty()) {
+    out << "\n" << tag << "suppressions (" << data.suppressed.size() << " site" << (data.suppressed.size() == 1 ? "" : "s")
+        << ", " << suppressed_calls << " call" << (suppressed_calls == 1 ? "" : "s") << " suppressed):\n";
+    for (const SuppressionUse& s : data.suppressions) {
+      out << "    " << s.calls << " call" << (s.calls == 1 ? "" : "s") << " at " << s.sites << " site" << (s.sites == 1 ? "" : "s")
+          << "  " << s.rule << ":" << s.pattern << "  (" << s.origin << (s.sites ? ")" : ", unused)") << "\n";
+    }
+  }
+  if (rows.empty()) return;
   out << "\n" << tag << "SUMMARY: " << counts[3] << " error, " << counts[2] << " warning, " << counts[1] << " note site"
       << (rows.size() == 1 ? "" : "s") << "; host blocked " << format_duration(host_ns) << " in flagged calls";
+  if (!data.baseline.empty()) out << "; " << rows.size() - known << " new, " << known << " in baseline " << data.baseline;
+  if (unused) out << "; " << unused << " unused suppression" << (unused == 1 ? "" : "s");
   if (log.run.dropped_records) out << "; " << log.run.dropped_records << " activity records DROPPED (evidence incomplete)";
   if (!log.run.complete) out << "; the run ended before everything was flushed (incomplete)";
   out << "\n";

@@ -179,8 +179,11 @@ std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::str
   std::vector<CallSite> sites;
   for (const Stack& s : log.stacks) {
     CallSite site;
-    bool user = false;
+    bool user = false, below_main = false;
     for (uint64_t ip : s.frames) {
+      // Frames under main() are the C runtime's start-up (__libc_start_call_main, _start): nothing a user
+      // can act on, and without libc's symbols addr2line names them after unrelated nearby functions.
+      if (below_main) break;
       std::vector<Frame>& fs = frames[ip];
       if (fs.empty()) fs.push_back(Frame{ip, "", "??", "", 0});
       const Module* m = module_of(log, ip);
@@ -190,6 +193,7 @@ std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::str
         if (!user) site.frame = f;
         user = true;
         site.frames.push_back(f);
+        below_main = below_main || f.function == "main";
       }
     }
     sites.push_back(std::move(site));

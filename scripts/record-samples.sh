@@ -17,7 +17,7 @@ for expect in "$src"/samples/*/expect.txt; do
     "$build/samples/$binary" $args </dev/null >"$out/$id.bare.out" 2>"$out/$id.bare.err"
     echo "exit=$?" >>"$out/$id.bare.out"
     # shellcheck disable=SC2086
-    "$build/bin/asynccheck" --record="$out/$id.rec" --json="$out/$id.json" -- "$build/samples/$binary" $args \
+    "$build/bin/asynccheck" --save="$out/$id.rec" --json="$out/$id.json" -- "$build/samples/$binary" $args \
       </dev/null >"$out/$id.checked.out" 2>"$out/$id.checked.err"
     echo "exit=$?" >>"$out/$id.checked.out"
     # The program must behave as without us: same stdout and exit code, numbers aside (it prints timings).

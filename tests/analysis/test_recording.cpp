@@ -108,6 +108,7 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"run key", head + "run color=blue\n", "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, module_loading, launch_blocking, complete)"},
       {"after end", head + "end\nmark module-loaded 1 0\n", "line 3: content after 'end'"},
       {"percent", head + "arg %4\n", "line 2: field 'text': bad percent-encoding in '%4'"},
+      {"percent sign", head + "arg %-1\n", "line 2: field 'text': bad percent-encoding in '%-1'"},  // fuzzing
   };
   for (const BadCase& c : cases) {
     std::stringstream in(c.text);

@@ -86,16 +86,25 @@ TEST(SampleExpectations, RecordedRunsMeetTheirExpectations) {
     AnalysisOptions options;
     options.threshold_ns = log.run.threshold_ns;
     const Analysis a = analyze(log, options);
-    const auto rows = report::aggregate(log, a, report::call_sites(log, report::kernel_names(log)));
+    const report::ReportData data = report::make_report(log, a);
+    const auto& rows = data.rows;
     for (const std::string& failure : expect::check(c.block, rows)) ADD_FAILURE() << c.sample << ": " << failure;
-    // The whole report is pinned too (fixtures only): any change to rules, attribution or format shows here.
+    // The whole report is pinned too, as JSON and as SARIF (fixtures only): any change to rules, attribution or
+    // format shows here.
     if (!std::getenv("ASYNCCHECK_RECORDINGS")) {
-      std::ostringstream json;
-      report::write_json(json, log, a, rows);
-      const fs::path golden = dir / (c.id() + ".json");
-      if (std::getenv("ASYNCCHECK_UPDATE_GOLDEN")) std::ofstream(golden) << json.str();
-      EXPECT_EQ(json.str(), read_file(golden))
-          << golden << " differs; if the change is intended, rerun with ASYNCCHECK_UPDATE_GOLDEN=1 and review the diff";
+      report::ReportData pinned = data;
+      // The recordings name files as they were on the GPU machine: its checkout is the source root, so that
+      // SARIF paths do not depend on where this test runs.
+      const std::string file = log.run.program;
+      pinned.source_root = file.substr(0, file.find("/build/"));
+      for (const auto& [ext, writer] : {std::pair{".json", &report::write_json}, std::pair{".sarif", &report::write_sarif}}) {
+        std::ostringstream out;
+        writer(out, pinned);
+        const fs::path golden = dir / (c.id() + ext);
+        if (std::getenv("ASYNCCHECK_UPDATE_GOLDEN")) std::ofstream(golden) << out.str();
+        EXPECT_EQ(out.str(), read_file(golden))
+            << golden << " differs; if the change is intended, rerun with ASYNCCHECK_UPDATE_GOLDEN=1 and review the diff";
+      }
     }
   }
 }

@@ -1,0 +1,232 @@
+// The asynccheck command end to end, without a GPU: bad input stops it before the program starts (exit 2, one
+// precise line), the program's output and exit status pass through unchanged, and offline analysis honours
+// --error-exitcode, baselines, suppressions and the output options.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kSource = ASYNCCHECK_SOURCE_DIR;
+const fs::path kCommand = ASYNCCHECK_COMMAND;
+const fs::path kLibrary = ASYNCCHECK_LIBRARY;
+const fs::path kRecording = kSource / "tests/fixtures/recordings/seed000_answer.pageable.rec";
+
+struct Result {
+  int status = 0;  // as from waitpid
+  std::string out, err;
+  int code() const { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+  std::string first_err_line() const { return err.substr(0, err.find('\n')); }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("asynccheck-cli-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs `argv` with `env` added, stdout and stderr captured.
+  Result run(std::vector<std::string> argv, std::vector<std::string> env = {}) {
+    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
+    pid_t pid = fork();
+    if (pid == 0) {
+      freopen(out.c_str(), "w", stdout);
+      freopen(err.c_str(), "w", stderr);
+      for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
+      std::vector<char*> args;
+      for (std::string& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    Result r;
+    waitpid(pid, &r.status, 0);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+  Result asynccheck(std::vector<std::string> args) {
+    args.insert(args.begin(), kCommand.string());
+    return run(args);
+  }
+  fs::path dir_;
+};
+
+// Bad input: exit 2 before the program starts, with a message naming the problem and what is valid.
+TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
+  const std::string marker = (dir_ / "ran").string();
+  std::ofstream(dir_ / "exists.json") << "{}";
+  std::ofstream(dir_ / "bad.supp") << "not-a-rule:foo\n";
+  std::ofstream(dir_ / "bad.baseline") << "something else\n";
+  fs::create_symlink(dir_ / "target", dir_ / "link.json");
+  const struct {
+    std::vector<std::string> options;
+    std::string message;
+  } cases[] = {
+      {{"--bogus=1"}, "unknown option '--bogus' (valid: error-exitcode, fail-on, read, threshold, format, output, json, "
+                      "sarif, trace, log_file, save, suppressions, baseline, save_baseline, overwrite, print_limit, "
+                      "summary, symbolize, activity_buffer_kb, help)"},
+      {{"--threshold=soon"}, "option 'threshold': 'soon' is not a duration (valid: a whole number with ns, us, ms or "
+                             "s, e.g. 100us, 2ms; no unit means us)"},
+      {{"--print-limit"}, "option '--print-limit' needs a value"},
+      {{"--format=sarif"}, "option 'format': 'sarif' needs an output path (--output=PATH)"},
+      {{"--format=html", "--output=x"}, "option 'format': 'html' is not a format (valid: json, sarif, trace; comma-separated)"},
+      {{"--error-exitcode=256"}, "--error-exitcode: '256' is not an exit code (valid: 0 to 255)"},
+      {{"--fail-on=fatal"}, "--fail-on: 'fatal' is not a level (valid: note, warning, error)"},
+      {{"--json=" + (dir_ / "missing/r.json").string()},
+       "option 'json': cannot write '" + (dir_ / "missing/r.json").string() + "': directory '" +
+           (dir_ / "missing").string() + "' does not exist"},
+      {{"--sarif=" + (dir_ / "exists.json").string()},
+       "option 'sarif': cannot write '" + (dir_ / "exists.json").string() +
+           "': it already exists (valid: a new path, overwrite=1 to replace it, or %p in the name for one file per "
+           "process)"},
+      {{"--trace=" + (dir_ / "link.json").string(), "--overwrite=1"},
+       "option 'trace': cannot write '" + (dir_ / "link.json").string() +
+           "': it is a symbolic link (asynccheck never writes through links)"},
+      {{"--suppressions=" + (dir_ / "none.supp").string()},
+       "cannot read suppression file '" + (dir_ / "none.supp").string() + "': No such file or directory"},
+      {{"--baseline=" + (dir_ / "none.baseline").string()},
+       "cannot read baseline file '" + (dir_ / "none.baseline").string() + "': No such file or directory"},
+      {{}, "no program to run (usage: asynccheck [options] -- PROGRAM [ARGS...])"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = c.options;
+    if (!c.message.starts_with("no program")) {
+      for (const char* a : {"--", "/usr/bin/touch"}) args.push_back(a);
+      args.push_back(marker);
+    }
+    const Result r = asynccheck(args);
+    EXPECT_EQ(r.code(), 2) << c.message << "\n" << r.err;
+    EXPECT_EQ(r.first_err_line(), "asynccheck: ERROR: " + c.message);
+    EXPECT_FALSE(fs::exists(marker)) << "the program ran despite: " << c.message;
+  }
+  // The content of a bad file is named with its line (the exact wording is pinned in the report tests).
+  for (const std::string& file : {"bad.supp", "bad.baseline"}) {
+    const std::string opt = file == "bad.supp" ? "--suppressions=" : "--baseline=";
+    const Result r = asynccheck({opt + (dir_ / file).string(), "--", "/usr/bin/touch", marker});
+    EXPECT_EQ(r.code(), 2);
+    EXPECT_TRUE(r.first_err_line().starts_with("asynccheck: ERROR: " + (dir_ / file).string() + ":1: ")) << r.err;
+    EXPECT_FALSE(fs::exists(marker));
+  }
+}
+
+TEST_F(Cli, AnalyzeBadInput) {
+  std::ofstream(dir_ / "junk.rec") << "hello\n";
+  Result r = asynccheck({"analyze", (dir_ / "none.rec").string()});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_EQ(r.first_err_line(), "asynccheck: ERROR: cannot read recording '" + (dir_ / "none.rec").string() +
+                                    "': No such file or directory");
+  r = asynccheck({"analyze", (dir_ / "junk.rec").string()});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_TRUE(r.first_err_line().starts_with("asynccheck: ERROR: recording '" + (dir_ / "junk.rec").string() + "': "))
+      << r.err;
+  r = asynccheck({"--read=" + kRecording.string(), "--", "/bin/true"});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_EQ(r.first_err_line(), "asynccheck: ERROR: --read analyzes a recording: no program may follow it (got '/bin/true')");
+  r = asynccheck({"analyze"});
+  EXPECT_EQ(r.code(), 2);
+}
+
+// The program's output and exit status are its own (here without a GPU: asynccheck fails open).
+TEST_F(Cli, ProgramOutputAndExitCodePassThrough) {
+  Result r = asynccheck({"--", "/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
+  EXPECT_EQ(r.code(), 3);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_NE(r.err.find("err\n"), std::string::npos);
+  r = asynccheck({"--", "/bin/sh", "-c", "kill -TERM $$"});
+  ASSERT_TRUE(WIFSIGNALED(r.status)) << "the command should end by the program's signal";
+  EXPECT_EQ(WTERMSIG(r.status), SIGTERM);
+  r = asynccheck({"--", (dir_ / "no-such-program").string()});
+  EXPECT_EQ(r.code(), 127);
+  EXPECT_NE(r.err.find("cannot run '" + (dir_ / "no-such-program").string() + "': No such file or directory"),
+            std::string::npos)
+      << r.err;
+}
+
+// Raw LD_PRELOAD use: a bad option is printed, the program still runs with its own exit code, and the report
+// says monitoring was off.
+TEST_F(Cli, PreloadWithBadOptionsFailsOpen) {
+  // bash, not dash: dash leaves with _exit(), which skips exit handlers.
+  const Result r = run({"/bin/bash", "-c", "echo hi; exit 4"},
+                       {"LD_PRELOAD=" + kLibrary.string(), "ASYNCCHECK_OPTIONS=threshold=1ms:bogus=1"});
+  EXPECT_EQ(r.code(), 4);
+  EXPECT_EQ(r.out, "hi\n");
+  EXPECT_NE(r.err.find("asynccheck: ERROR: ASYNCCHECK_OPTIONS: unknown option 'bogus'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("asynccheck: monitoring was off: ASYNCCHECK_OPTIONS: unknown option 'bogus'"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(Cli, ErrorExitcodeBaselineAndSuppressions) {
+  const std::string rec = kRecording.string();
+  // Findings at or above --fail-on: the error exit code.
+  Result r = asynccheck({"analyze", rec, "--error-exitcode=9"});
+  EXPECT_EQ(r.code(), 9) << r.err;
+  EXPECT_NE(r.err.find("[copy-async-pageable-h2d] cudaMemcpyAsync at "), std::string::npos) << r.err;
+  // Without --error-exitcode, findings do not change the exit code.
+  EXPECT_EQ(asynccheck({"analyze", rec}).code(), 0);
+  // A baseline of this run: the same findings are known, exit 0, and the summary says so.
+  const std::string base = (dir_ / "b.baseline").string();
+  r = asynccheck({"analyze", rec, "--save-baseline=" + base});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  EXPECT_TRUE(slurp(base).starts_with("asynccheck-baseline 1\n")) << slurp(base);
+  r = asynccheck({"analyze", rec, "--baseline=" + base, "--error-exitcode=9"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  EXPECT_NE(r.err.find("(in baseline)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" new, "), std::string::npos) << r.err;
+  // An emptied baseline: everything is new again.
+  std::ofstream(dir_ / "empty.baseline") << "asynccheck-baseline 1\n";
+  EXPECT_EQ(asynccheck({"analyze", rec, "--baseline=" + (dir_ / "empty.baseline").string(), "--error-exitcode=9"}).code(), 9);
+  // Suppress the sample's own file: nothing left to fail on; the hit count is shown.
+  std::ofstream(dir_ / "all.supp") << "# the sample is meant to stall\n*:seed000_answer.cu\n";
+  r = asynccheck({"analyze", rec, "--suppressions=" + (dir_ / "all.supp").string(), "--error-exitcode=9"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  EXPECT_NE(r.err.find("*:seed000_answer.cu"), std::string::npos) << r.err;
+  // --fail-on=error ignores warnings and notes only.
+  std::ofstream(dir_ / "errors.supp") << "copy-async-pageable-h2d:*\ncopy-async-pageable-d2h:*\n";
+  r = asynccheck({"analyze", rec, "--suppressions=" + (dir_ / "errors.supp").string(), "--fail-on=error",
+                  "--error-exitcode=9"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+}
+
+TEST_F(Cli, OutputWritesEachFormatOnceAndNeverOverwrites) {
+  const std::string stem = (dir_ / "r").string();
+  Result r = asynccheck({"--read", kRecording.string(), "--format=json,sarif,trace", "--output=" + stem,
+                         "--log-file=" + stem + ".txt"});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  EXPECT_TRUE(slurp(stem + ".json").starts_with("{\n  \"schema\": \"asynccheck-report\""));
+  EXPECT_NE(slurp(stem + ".sarif").find("\"2.1.0\""), std::string::npos);
+  EXPECT_NE(slurp(stem + ".trace.json").find("traceEvents"), std::string::npos);
+  EXPECT_NE(slurp(stem + ".txt").find("SUMMARY:"), std::string::npos);
+  EXPECT_EQ(r.err, "");  // the summary went to the log file
+  for (const fs::directory_entry& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "left behind: " << e.path();
+  }
+  // Again: the files exist now.
+  r = asynccheck({"--read", kRecording.string(), "--format=json", "--output=" + stem + ".json"});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_NE(r.first_err_line().find("it already exists"), std::string::npos) << r.err;
+  r = asynccheck({"--read", kRecording.string(), "--format=json", "--output=" + stem + ".json", "--overwrite=1"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+}
+
+}  // namespace

@@ -93,6 +93,9 @@ struct RunInfo {
   uint64_t threshold_ns = 0;      // the held-host threshold in effect
   rules::Environment env;
   bool complete = true;           // false when the run ended before we could flush everything
+  // How the program ended: "exit" (returned from main or called exit), "signal SIGTERM" (any fatal signal),
+  // "_exit", "_Exit" or "quick_exit". Anything but "exit" leaves the report incomplete (docs/robustness.md).
+  std::string end = "exit";
 };
 
 // Everything one run produced: what a recording holds and what the analysis reads.

@@ -179,7 +179,10 @@ void write_run(std::ostream& o, const RunInfo& r) {
     << " driver=" << percent_encode(r.driver) << " runtime=" << percent_encode(r.cuda_runtime)
     << " monitoring=" << percent_encode(r.monitoring) << " dropped=" << r.dropped_records
     << " threshold_ns=" << r.threshold_ns << " module_loading=" << name_of(r.env.module_loading)
-    << " launch_blocking=" << r.env.launch_blocking << " complete=" << r.complete << '\n';
+    << " launch_blocking=" << r.env.launch_blocking << " complete=" << r.complete;
+  // Optional, so that the recording of an ordinary run stays readable by versions that predate the key.
+  if (r.end != "exit") o << " end=" << percent_encode(r.end);
+  o << '\n';
   for (const std::string& a : r.args) o << "arg " << percent_encode(a) << '\n';
 }
 
@@ -205,10 +208,11 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
     else if (key == "module_loading") r.env.module_loading = f.name<rules::ModuleLoading>(key);
     else if (key == "launch_blocking") r.env.launch_blocking = f.flag(key);
     else if (key == "complete") r.complete = f.flag(key);
+    else if (key == "end") r.end = f.text(key);
     else {
       error = "run: unknown key '" + key +
               "' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, module_loading, "
-              "launch_blocking, complete)";
+              "launch_blocking, complete, end)";
       return false;
     }
     if (!f.ok()) {

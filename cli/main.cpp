@@ -142,7 +142,7 @@ int analyze_command(const std::string& path, Cli& cli) {
 std::string child_options(const Options& o, const std::string& recording) {
   std::ostringstream s;
   s << "threshold=" << o.threshold << "ns:activity_buffer_kb=" << o.activity_buffer_kb
-    << ":summary=0:symbolize=0:save=" << recording;
+    << ":signal_timeout=" << o.signal_timeout << ":summary=0:symbolize=0:save=" << recording;
   return s.str();
 }
 

@@ -1,6 +1,8 @@
 #include "cupti/activity.h"
 
 #include <cupti.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <condition_variable>
 #include <cstdlib>
@@ -176,7 +178,13 @@ bool enable_activity(size_t buffer_bytes, std::string& error) {
   }
   if (!s.worker_started) {
     s.worker_started = true;
+    // Every signal blocked, so that the program's signals never stop the worker: the report written on a signal
+    // (interpose/core.cpp) waits for the worker to decode the last buffers.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     std::thread(worker).detach();  // lives until the process ends; holds no lock while idle
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
   }
   return true;
 }

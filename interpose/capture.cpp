@@ -8,6 +8,7 @@
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
 #include "interpose/host_ranges.h"
+#include "interpose/lock_within.h"
 #include "interpose/stacks.h"
 #include "rules/predict.h"
 
@@ -24,10 +25,14 @@ struct ThreadLog {
   std::mutex mu;  // taken by its own thread on each append (uncontended) and by finish()
   std::vector<ApiCall> calls;
   uint32_t thread = 0;
+  // Watched calls this thread has entered and not yet left, for finish(): a call in flight when another thread
+  // ends the process is missing from the report. Written only by its own thread (a store, no read-modify-write).
+  std::atomic<uint32_t> open{0};
 };
 
 struct Global {
   std::atomic<bool> active{false};
+  std::atomic<bool> finished{false};
   void (*on_first_call)() = nullptr;
   std::once_flag first_call;
   uint64_t threshold_ns = 100'000;
@@ -46,6 +51,7 @@ thread_local ThreadLog* t_log = nullptr;
 thread_local int t_runtime_depth = 0;        // > 0 while inside a watched runtime call
 thread_local uint64_t t_nested_driver_corr = 0;
 thread_local bool t_busy = false;             // reentrancy guard: our own work never re-enters the capture
+thread_local uint32_t t_open = 0;             // this thread's ThreadLog::open
 
 ThreadLog& thread_log() {
   if (t_log == nullptr) {
@@ -130,13 +136,17 @@ void on_enter(const cupti::ApiSpec& spec, const void*, uint64_t* slot, uint32_t 
     t_nested_driver_corr = 0;
   }
   *slot = cupti::timestamp();
+  thread_log().open.store(++t_open, std::memory_order_relaxed);
 }
 
 void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uint32_t correlation_id, int32_t result) {
   Global& g = global();
   if (spec.domain == Domain::Driver && t_runtime_depth > 0) return;
   if (spec.domain == Domain::Runtime && t_runtime_depth > 0) --t_runtime_depth;
-  if (!g.active.load(std::memory_order_relaxed) || *slot == 0) return;
+  if (*slot == 0) return;  // its entry was not recorded
+  // Counted down even after finish(): the count is what says whether a call was in flight.
+  if (t_log != nullptr && t_open > 0) t_log->open.store(--t_open, std::memory_order_relaxed);
+  if (!g.active.load(std::memory_order_relaxed)) return;
   const uint64_t end = cupti::timestamp();
   Guard guard;
   if (!guard.entered) return;
@@ -188,30 +198,53 @@ bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, void (*on_first_
   return true;
 }
 
+// Safe while other threads still make CUDA calls (exit() from one thread while others run, or a signal's report):
+// new calls are ignored from the moment `active` drops (a call already past that check may still append to its
+// own thread's log, which is never freed, and is simply not in this report). Every lock is taken with a deadline
+// (lock_within.h): what a stopped thread holds is left out and the report says it is incomplete.
 EventLog finish() {
   Global& g = global();
   EventLog log;
+  if (g.finished.exchange(true)) return log;  // callable once
   g.active.store(false, std::memory_order_release);
   cupti::stop_callbacks();
   cupti::flush_activity();
   log.ops = cupti::take_ops();
   log.run.gpu = cupti::device_name();
   log.run.dropped_records = cupti::dropped_records();
-  {
-    std::lock_guard lock(g.mu);
-    for (ThreadLog* t : g.threads) {
-      std::lock_guard tl(t->mu);
-      log.calls.insert(log.calls.end(), t->calls.begin(), t->calls.end());
-    }
+  bool complete = true;
+  std::vector<ThreadLog*> threads;
+  if (lock_within(g.mu)) {
+    std::lock_guard lock(g.mu, std::adopt_lock);
+    threads = g.threads;
     log.marks = g.marks;
+  } else {
+    complete = false;
+  }
+  for (ThreadLog* t : threads) {
+    if (t->open.load(std::memory_order_relaxed) > 0) complete = false;  // a call in flight: not in the report
+    if (!lock_within(t->mu)) {
+      complete = false;
+      continue;
+    }
+    std::lock_guard tl(t->mu, std::adopt_lock);
+    log.calls.insert(log.calls.end(), t->calls.begin(), t->calls.end());
   }
   std::stable_sort(log.calls.begin(), log.calls.end(),
                    [](const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; });
   std::sort(log.ops.begin(), log.ops.end(), [](const GpuOp& a, const GpuOp& b) { return a.start_ns < b.start_ns; });
   for (const cupti::ApiSpec& spec : cupti::watched_apis()) log.api_names.emplace_back(spec.name);
   log.stacks = interned_stacks();
+  for (ApiCall& c : log.calls) {
+    // The stacks could not be read (interned_stacks): keep the call, without a dangling stack id.
+    if (c.stack > log.stacks.size()) {
+      c.stack = 0;
+      complete = false;
+    }
+  }
   log.modules = loaded_modules();
   log.run.threshold_ns = g.threshold_ns;
+  log.run.complete = complete;
   return log;
 }
 

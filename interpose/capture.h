@@ -15,7 +15,9 @@ namespace asynccheck::capture {
 // handlers, so an atexit handler registered there runs before the runtime tears down).
 bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, void (*on_first_call)(), std::string& error);
 
-// Stops recording new calls, flushes CUPTI and returns everything captured so far. Callable once.
+// Stops recording new calls, flushes CUPTI and returns everything captured so far. Callable once (later calls
+// return an empty log), from any thread, while other threads still make CUDA calls. run.complete is false when
+// a call was in flight on some thread or a stopped thread's part could not be read.
 EventLog finish();
 
 }  // namespace asynccheck::capture

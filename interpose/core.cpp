@@ -1,8 +1,17 @@
 #include "interpose/core.h"
 
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,11 +27,58 @@ namespace asynccheck::core {
 namespace {
 
 std::atomic<bool> g_started{false};
-std::atomic<bool> g_finished{false};
 bool g_capturing = false;
 Options* g_options = nullptr;  // leaked on purpose: used during exit
 RunInfo* g_run = nullptr;
 report::ReportInputs* g_inputs = nullptr;
+
+// Exactly one report per process: the first end to move the state from Idle to Writing writes it (an exit
+// handler on its own thread, or the reporter thread for the ends below); every other end finds it Writing or
+// Written. Lock-free, so signal handlers may use it.
+enum State : int { kIdle, kWriting, kWritten };
+std::atomic<int> g_state{kIdle};
+// The process that started monitoring. A forked child shares our memory (all of it, under vfork) but not our
+// pid: comparing pids keeps it from reporting, without writing anything in the child (fork, vfork and clone
+// alike, whether or not pthread_atfork handlers run).
+std::atomic<pid_t> g_owner{0};
+
+// The ends that cannot write the report on their own thread (a signal handler may not allocate or lock; _exit
+// may be called from one): they wake the reporter thread, started at start() since creating a thread is not
+// async-signal-safe, and wait for its answer.
+enum class EndKind : int { Exit, Signal, UnderscoreExit, UpperExit, QuickExit };
+std::atomic<bool> g_reporter{false};  // the reporter thread is running
+int g_ender_fd = -1;                  // the ending thread's end of the socket pair: sends 'r', waits for 'd'
+int g_reporter_fd = -1;               // the reporter's end
+struct stat g_ender_stat {};         // what g_ender_fd was, in case the program closed and reused the number
+int g_timeout_ms = 10'000;
+std::atomic<int> g_end_kind{0};
+std::atomic<int> g_end_signal{0};
+std::atomic<pid_t> g_writer_tid{0};  // the thread writing the report (reporter or exiting thread), while it does
+
+// The signals whose default action ends the process, which we report on. SIGKILL and SIGSTOP cannot be caught.
+constexpr int kSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+                            SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGSYS};
+struct sigaction g_previous[NSIG];  // the program's action before ours, for each signal we handle
+
+bool reported_on(int sig) {
+  for (int s : kSignals) {
+    if (s == sig) return true;
+  }
+  return false;
+}
+
+bool is_owner() {
+  const pid_t owner = g_owner.load(std::memory_order_acquire);
+  return owner != 0 && getpid() == owner;
+}
+
+// For the async-signal-safe paths: a constant line, with write(2) only.
+void say_safe(const char* line) {
+  size_t n = 0;
+  while (line[n] != '\0') ++n;
+  ssize_t ignored = write(STDERR_FILENO, line, n);
+  (void)ignored;
+}
 
 void say(const std::string& line) {
   std::string out = "asynccheck: " + line + "\n";
@@ -53,18 +109,308 @@ rules::Environment read_environment() {
   return env;
 }
 
-void finish() {
-  if (g_finished.exchange(true)) return;
+std::string signal_name(int sig) {
+  static const struct {
+    int sig;
+    const char* name;
+  } kNames[] = {{SIGTERM, "SIGTERM"}, {SIGINT, "SIGINT"},   {SIGHUP, "SIGHUP"},   {SIGQUIT, "SIGQUIT"},
+                {SIGABRT, "SIGABRT"}, {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+                {SIGILL, "SIGILL"},   {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGUSR1, "SIGUSR1"},
+                {SIGUSR2, "SIGUSR2"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"}};
+  for (const auto& n : kNames) {
+    if (n.sig == sig) return n.name;
+  }
+  return std::to_string(sig);
+}
+
+std::string end_text(EndKind kind, int sig) {
+  switch (kind) {
+    case EndKind::Exit: return "exit";
+    case EndKind::Signal: return "signal " + signal_name(sig);
+    case EndKind::UnderscoreExit: return "_exit";
+    case EndKind::UpperExit: return "_Exit";
+    case EndKind::QuickExit: return "quick_exit";
+  }
+  return "exit";
+}
+
+// The report itself (not async-signal-safe): on the exiting thread at exit, on the reporter thread otherwise.
+void write_report(EndKind kind, int sig) {
+  // Writing the summary to a closed pipe (`app 2>&1 | head`) must not kill the program with SIGPIPE at its exit:
+  // the write fails with EPIPE instead, and a SIGPIPE of our own making is taken back before the mask is restored.
+  sigset_t pipe_only, old_mask, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
+  sigpending(&pending);
+  const bool pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
+
   EventLog log = g_capturing ? capture::finish() : EventLog{};
   RunInfo info = *g_run;
   info.gpu = log.run.gpu;
   info.dropped_records = log.run.dropped_records;
   info.threshold_ns = g_options->threshold;
+  info.end = end_text(kind, sig);
+  // Only an exit runs to the end: any other end stops the program where it was. An exit while another thread was
+  // inside a CUDA call is incomplete too (capture::finish).
+  info.complete = kind == EndKind::Exit && log.run.complete;
   log.run = info;
   report::emit(log, *g_options, *g_inputs);
+
+  sigpending(&pending);
+  if (!pipe_was_pending && sigismember(&pending, SIGPIPE) == 1 && sigismember(&old_mask, SIGPIPE) != 1) {
+    const timespec zero{};
+    sigtimedwait(&pipe_only, nullptr, &zero);
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+}
+
+// The exit handler (registered at start and again at the first watched call, so that it runs before the CUDA
+// runtime's own teardown). Runs on the thread that called exit(), which may not be the main thread while others
+// still make CUDA calls: capture::finish is safe then.
+void report_at_exit() {
+  if (!is_owner()) return;  // a forked child that did not exec: its parent reports
+  int idle = kIdle;
+  if (!g_state.compare_exchange_strong(idle, kWriting)) return;
+  g_writer_tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
+  write_report(EndKind::Exit, 0);
+  g_state.store(kWritten);
+}
+
+void* reporter_main(void*) {
+  for (;;) {
+    char byte = 0;
+    const ssize_t n = recv(g_reporter_fd, &byte, 1, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return nullptr;  // the program closed our socket: the ending thread will not get an answer
+    g_writer_tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
+    write_report(static_cast<EndKind>(g_end_kind.load()), g_end_signal.load());
+    g_state.store(kWritten);
+    const char done = 'd';
+    while (send(g_reporter_fd, &done, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+int64_t now_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+enum class Asked {
+  Written,      // the reporter wrote the report
+  TimedOut,     // it did not answer within signal_timeout (or could not be reached)
+  NotOurs,      // not the process that started monitoring, or no reporter
+  AlreadyDone,  // a report was written before
+  Busy,         // a report is being written right now (a second signal, maybe the reporter's own crash)
+};
+
+Asked wait_for_reporter(EndKind kind, int sig);
+
+// Asks the reporter thread for the report and waits for it. Async-signal-safe: atomics, getpid, fstat, send,
+// poll, recv, clock_gettime and write only.
+Asked ask_for_report(EndKind kind, int sig) {
+  const Asked asked = wait_for_reporter(kind, sig);
+  if (asked == Asked::TimedOut) {
+    say_safe("asynccheck: ERROR: the report was not written within signal_timeout; the program ends without it\n");
+  }
+  return asked;
+}
+
+Asked wait_for_reporter(EndKind kind, int sig) {
+  if (!g_reporter.load(std::memory_order_acquire) || !is_owner()) return Asked::NotOurs;
+  int idle = kIdle;
+  if (!g_state.compare_exchange_strong(idle, kWriting)) return idle == kWriting ? Asked::Busy : Asked::AlreadyDone;
+  g_end_kind.store(static_cast<int>(kind));
+  g_end_signal.store(sig);
+  // The program may have closed every descriptor it did not open (daemons do) and reused the number: then it is
+  // not our socket, and nothing is sent.
+  struct stat now {};
+  if (fstat(g_ender_fd, &now) != 0 || now.st_ino != g_ender_stat.st_ino || now.st_dev != g_ender_stat.st_dev) {
+    return Asked::TimedOut;
+  }
+  const char wake = 'r';
+  ssize_t sent;
+  while ((sent = send(g_ender_fd, &wake, 1, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+  }
+  if (sent != 1) return Asked::TimedOut;
+  const int64_t deadline = now_ms() + g_timeout_ms;
+  for (;;) {
+    const int64_t left = deadline - now_ms();
+    if (left <= 0) return Asked::TimedOut;
+    pollfd p{g_ender_fd, POLLIN, 0};
+    const int r = poll(&p, 1, static_cast<int>(left));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return Asked::TimedOut;
+    char done = 0;
+    return recv(g_ender_fd, &done, 1, MSG_DONTWAIT) == 1 ? Asked::Written : Asked::TimedOut;
+  }
+}
+
+bool is_fault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL; }
+
+// Ends the process by `sig` under its default action, as it would have ended without us (core dump included).
+void die_by_default(int sig, const siginfo_t* info) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  // A fault raised by an instruction: returning runs it again, and it faults under the default action, so the
+  // core shows the program's own state and the kernel's own siginfo.
+  if (is_fault(sig) && info != nullptr && info->si_code > 0) return;
+  // Otherwise send it again: it stays pending while its handler runs (it is blocked), and is delivered, ending the
+  // process, as soon as it is unblocked. tgkill rather than raise(): the shim interposes raise.
+  syscall(SYS_tgkill, static_cast<long>(getpid()), static_cast<long>(syscall(SYS_gettid)), static_cast<long>(sig));
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, sig);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+}
+
+// The program hurt itself (a fault, or a signal it sent itself: abort(), raise()), as opposed to being told to end
+// from outside (Ctrl-C, kill).
+bool self_inflicted(int sig, const siginfo_t* info) {
+  if (info == nullptr) return false;
+  if (is_fault(sig) && info->si_code > 0) return true;
+  return (info->si_code == SI_USER || info->si_code == SI_TKILL) && info->si_pid == getpid();
+}
+
+// Waits, at most signal_timeout, until the report being written is done. Async-signal-safe.
+void wait_until_written() {
+  const int64_t deadline = now_ms() + g_timeout_ms;
+  while (g_state.load() != kWritten && now_ms() < deadline) poll(nullptr, 0, 10);
+}
+
+// Our handler: report (through the reporter thread), then do what the program's previous action would have done.
+// Async-signal-safe: no allocation, no lock, no stdio.
+void on_signal(int sig, siginfo_t* info, void* context) {
+  const int saved_errno = errno;
+  if (ask_for_report(EndKind::Signal, sig) == Asked::Busy) {
+    // A second fatal signal while the report is written. The writing thread crashed (a corrupted heap), or the
+    // user insists (a second Ctrl-C, kill): waiting could deadlock or is not wanted, end now. Another thread
+    // crashing meanwhile waits for the report, bounded, and then ends as it would have.
+    if (g_writer_tid.load() == static_cast<pid_t>(syscall(SYS_gettid)) || !self_inflicted(sig, info)) {
+      die_by_default(sig, info);
+      errno = saved_errno;
+      return;
+    }
+    wait_until_written();
+  }
+  const struct sigaction& prev = g_previous[sig];
+  const bool has_info = (prev.sa_flags & SA_SIGINFO) != 0;
+  if (!has_info && prev.sa_handler == SIG_IGN) {  // only in the instant between reading and replacing it
+    errno = saved_errno;
+    return;
+  }
+  if (!has_info && prev.sa_handler == SIG_DFL) {
+    die_by_default(sig, info);
+    errno = saved_errno;
+    return;
+  }
+  // The program's handler, as the kernel would have called it: our action was installed with its mask, SA_NODEFER
+  // and SA_RESTART, so only SA_RESETHAND is left to honour (SA_ONSTACK is always ours: a stack overflow).
+  if (prev.sa_flags & SA_RESETHAND) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, nullptr);
+  }
+  errno = saved_errno;
+  if (has_info) prev.sa_sigaction(sig, info, context);
+  else prev.sa_handler(sig);
+}
+
+void install_handlers() {
+  for (int sig : kSignals) {
+    struct sigaction prev {};
+    if (sigaction(sig, nullptr, &prev) != 0) continue;
+    // An ignored signal stays ignored: no report is due, and an exec'd child must inherit SIG_IGN (nohup).
+    if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler == SIG_IGN) continue;
+    g_previous[sig] = prev;
+    const bool program_handler = (prev.sa_flags & SA_SIGINFO) || prev.sa_handler != SIG_DFL;
+    struct sigaction ours {};
+    ours.sa_sigaction = on_signal;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK;  // on the thread's alternate stack if it has one (stack overflow)
+    if (program_handler) {
+      ours.sa_mask = prev.sa_mask;
+      ours.sa_flags |= prev.sa_flags & (SA_RESTART | SA_NODEFER);
+    } else {
+      // Nothing blocked, the signal itself included: a second Ctrl-C (or any other fatal signal) while the
+      // report is written interrupts the wait and ends the program at once, even in a single-threaded program.
+      sigemptyset(&ours.sa_mask);
+      ours.sa_flags |= SA_NODEFER;
+    }
+    // A handler the program installs later replaces ours, and wins: we never install again.
+    sigaction(sig, &ours, nullptr);
+  }
+}
+
+// For the ends the program chose (_exit, _Exit, quick_exit): if another thread is writing the report right now,
+// wait for it (bounded) rather than cut it short.
+void report_or_wait(EndKind kind) {
+  if (ask_for_report(kind, 0) == Asked::Busy && g_writer_tid.load() != static_cast<pid_t>(syscall(SYS_gettid))) {
+    wait_until_written();
+  }
+}
+
+void at_quick_exit_handler() { report_or_wait(EndKind::QuickExit); }
+
+// The reporter thread and the ends it serves. Without it (signal_timeout=0, or it could not start) only exit
+// reports.
+void start_reporter() {
+  if (g_options->signal_timeout == 0) return;
+  g_timeout_ms = static_cast<int>(std::min<uint64_t>(g_options->signal_timeout, 86'400) * 1000);
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    say("cannot create the reporter's socket pair; no report on signals, _exit and quick_exit");
+    return;
+  }
+  g_ender_fd = fds[0];
+  g_reporter_fd = fds[1];
+  fstat(g_ender_fd, &g_ender_stat);
+  // The reporter blocks every signal: the program's signals go to its own threads, never to ours.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t thread;
+  const int rc = pthread_create(&thread, nullptr, reporter_main, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    say("cannot start the reporter thread; no report on signals, _exit and quick_exit");
+    close(fds[0]);
+    close(fds[1]);
+    return;
+  }
+  pthread_detach(thread);
+  g_reporter.store(true, std::memory_order_release);
+  install_handlers();
+  at_quick_exit(at_quick_exit_handler);
+}
+
+// Whatever happens to the options, the program's end reports from here on.
+void arm() {
+  std::atexit(report_at_exit);
+  start_reporter();
 }
 
 }  // namespace
+
+void report_before(End end) {
+  report_or_wait(end == End::UnderscoreExit ? EndKind::UnderscoreExit : EndKind::UpperExit);
+}
+
+void report_before_signal(int sig) {
+  // Whether or not our handler was ever installed for it (the signal may have been ignored at start, as in a
+  // background job, and the program set SIG_DFL since): the process is about to die by it.
+  if (!reported_on(sig) || !g_reporter.load(std::memory_order_acquire) || !is_owner()) return;
+  struct sigaction now {};
+  if (sigaction(sig, nullptr, &now) != 0) return;
+  if ((now.sa_flags & SA_SIGINFO) || now.sa_handler != SIG_DFL) return;  // a handler (ours or the program's) runs
+  sigset_t blocked;
+  if (pthread_sigmask(SIG_BLOCK, nullptr, &blocked) != 0 || sigismember(&blocked, sig) == 1) return;  // stays pending
+  ask_for_report(EndKind::Signal, sig);
+}
 
 void start(Origin) {
   if (g_started.exchange(true)) return;  // both shims of the same library: one core
@@ -73,6 +419,7 @@ void start(Origin) {
   g_inputs = new report::ReportInputs;
   read_command_line(*g_run);
   g_run->pid = static_cast<int>(getpid());
+  g_owner.store(static_cast<pid_t>(g_run->pid), std::memory_order_release);
   g_run->env = read_environment();
   // Under secure execution (setuid/setgid) the environment is not ours to trust: ignore its options.
   const char* env = secure_getenv("ASYNCCHECK_OPTIONS");
@@ -82,23 +429,23 @@ void start(Origin) {
   auto monitoring_off = [](const std::string& why) {
     say("ERROR: " + why + "; monitoring is off, the program runs unchanged");
     g_run->monitoring = "off: " + why;
-    std::atexit(finish);
+    arm();
   };
   if (env && !parse_options(env, *g_options, error)) return monitoring_off("ASYNCCHECK_OPTIONS: " + error);
   if (g_options->help) say(options_help());
   if (!report::prepare_report(*g_options, g_run->pid, *g_inputs, error)) return monitoring_off(error);
   // Exit handlers run in reverse order of registration. The one registered at the first watched call runs
   // before the CUDA runtime's own teardown (registered during that call); the one registered now is the fallback
-  // for a program that never finishes a watched call. finish() runs once.
+  // for a program that never finishes a watched call. The report is written once.
   if (!capture::start(g_options->threshold, g_options->activity_buffer_kb * 1024,
-                      [] { std::atexit(finish); }, error)) {
+                      [] { std::atexit(report_at_exit); }, error)) {
     say("monitoring off: " + error + "; the program runs unchanged");
     g_run->monitoring = "off: " + error;
-    std::atexit(finish);  // the report still says that nothing was watched, and why
+    arm();  // the report still says that nothing was watched, and why
     return;
   }
   g_capturing = true;
-  std::atexit(finish);
+  arm();
 }
 
 }  // namespace asynccheck::core

@@ -9,6 +9,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "interpose/lock_within.h"
+
 namespace asynccheck {
 namespace {
 
@@ -51,7 +53,8 @@ uint32_t capture_stack(int skip) {
 
 std::vector<Stack> interned_stacks() {
   Interner& in = interner();
-  std::lock_guard lock(in.mu);
+  if (!lock_within(in.mu)) return {};  // a thread stopped by a signal holds it: no stacks (capture::finish says so)
+  std::lock_guard lock(in.mu, std::adopt_lock);
   return in.stacks;
 }
 

@@ -13,7 +13,7 @@ namespace asynccheck {
 // or 0 if unwinding failed.
 uint32_t capture_stack(int skip);
 
-// All interned stacks, id N at index N - 1.
+// All interned stacks, id N at index N - 1; empty if the lock could not be taken in time (lock_within.h).
 std::vector<Stack> interned_stacks();
 
 // The loaded modules (executable and shared objects) with their address ranges.

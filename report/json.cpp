@@ -50,7 +50,8 @@ void write_json(std::ostream& o, const ReportData& data) {
   for (size_t i = 0; i < r.args.size(); ++i) o << (i ? ", " : "") << quote(r.args[i]);
   o << "], \"pid\": " << r.pid << ", \"gpu\": " << quote(r.gpu) << ", \"driver\": " << quote(r.driver)
     << ", \"monitoring\": " << quote(r.monitoring) << ", \"complete\": " << (r.complete ? "true" : "false")
-    << ", \"dropped_records\": " << r.dropped_records << ", \"threshold_ns\": " << r.threshold_ns
+    << ", \"end\": " << quote(r.end) << ", \"dropped_records\": " << r.dropped_records
+    << ", \"threshold_ns\": " << r.threshold_ns
     << ", \"module_loading\": " << quote(name_of(r.env.module_loading))
     << ", \"launch_blocking\": " << (r.env.launch_blocking ? "true" : "false") << ", \"calls_watched\": " << a.calls_watched
     << ", \"gpu_operations\": " << log.ops.size() << "},\n";

@@ -16,7 +16,7 @@ std::string op_text(const GpuOp& op) {
   switch (op.kind) {
     case GpuOpKind::Memcpy: s = "memcpy " + std::string(copy_kind_text(op.copy_kind)) + " " + format_bytes(op.bytes); break;
     case GpuOpKind::Memset: s = "memset " + format_bytes(op.bytes); break;
-    case GpuOpKind::Kernel: s = "kernel " + demangle(op.name); break;
+    case GpuOpKind::Kernel: s = "kernel " + short_function(demangle(op.name)); break;
     case GpuOpKind::Sync: s = "synchronization"; break;
   }
   return s + " (" + format_duration(op.end_ns - op.start_ns) + " on stream " + std::to_string(op.stream_id) + ")";
@@ -81,7 +81,9 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
   const std::vector<SiteRow>& rows = data.rows;
   const std::string tag = "asynccheck: ";
   if (log.run.monitoring != "on") {
-    out << tag << "monitoring was " << log.run.monitoring << "; nothing was watched\n";
+    out << tag << "monitoring was " << log.run.monitoring << "; nothing was watched";
+    if (log.run.end != "exit") out << "; the program ended by " << log.run.end;  // docs/robustness.md
+    out << "\n";
     return;
   }
   uint64_t suppressed_calls = 0, unused = 0;
@@ -89,7 +91,13 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     suppressed_calls += s.calls;
     unused += s.sites == 0;
   }
-  if (rows.empty() && data.suppressions.empty()) return;  // nothing to say
+  if (rows.empty() && data.suppressions.empty()) {  // nothing to say, unless the run was cut short
+    if (!log.run.complete) {
+      out << tag << "no findings, but the run ended" << (log.run.end != "exit" ? " by " + log.run.end : "")
+          << " before everything was flushed (incomplete)\n";
+    }
+    return;
+  }
   uint64_t host_ns = 0, counts[4] = {};
   for (const SiteRow& r : rows) {
     if (!r.gpu_side) host_ns += r.total_ns;
@@ -113,7 +121,9 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     const Finding& ex = a.findings[r.example];
     out << "\n#" << shown << " " << rules::level_name(r.level) << " [" << rule.id << "] " << r.api << " at " << r.site.where();
     if (r.in_baseline) out << " (in baseline)";
-    if (r.site.known() && !r.site.frame.function.empty()) out << " in " << r.site.frame.function;
+    if (r.site.known() && !r.site.frame.function.empty() && r.site.frame.function != "??") {
+      out << " in " << short_function(r.site.frame.function);
+    }
     out << "\n    " << rule.title << "\n";
     out << "    " << r.count << " call" << (r.count == 1 ? "" : "s") << ", "
         << (r.gpu_side ? "GPU work held back " : "host held ") << format_duration(r.total_ns) << " in total (median "
@@ -142,7 +152,10 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
   if (!data.baseline.empty()) out << "; " << rows.size() - known << " new, " << known << " in baseline " << data.baseline;
   if (unused) out << "; " << unused << " unused suppression" << (unused == 1 ? "" : "s");
   if (log.run.dropped_records) out << "; " << log.run.dropped_records << " activity records DROPPED (evidence incomplete)";
-  if (!log.run.complete) out << "; the run ended before everything was flushed (incomplete)";
+  if (!log.run.complete) {
+    out << "; the run ended" << (log.run.end != "exit" ? " by " + log.run.end : "")
+        << " before everything was flushed (incomplete)";
+  }
   out << "\n";
 }
 

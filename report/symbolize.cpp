@@ -113,9 +113,41 @@ std::string CallSite::where() const {
   if (!known()) return "unknown";
   if (!frame.file.empty() && frame.line > 0) return basename_of(frame.file) + ":" + std::to_string(frame.line);
   char off[32];
-  std::snprintf(off, sizeof off, "0x%llx", static_cast<unsigned long long>(frame.ip));
-  return (frame.function.empty() || frame.function == "??" ? std::string("?") : frame.function) + " (" +
-         basename_of(frame.module) + "+" + off + ")";
+  std::snprintf(off, sizeof off, "0x%llx", static_cast<unsigned long long>(frame.offset));
+  return basename_of(frame.module) + "+" + off;
+}
+
+std::string short_function(const std::string& name, size_t max) {
+  if (name.size() <= max) return name;
+  std::string out;
+  int angle = 0, paren = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    // "operator<" / "operator()" and the like are names, not brackets.
+    if (name.compare(i, 8, "operator") == 0) {
+      size_t j = i + 8;
+      if (name.compare(j, 2, "()") == 0 || name.compare(j, 2, "[]") == 0) {
+        j += 2;
+      } else {
+        while (j < name.size() && j < i + 11 && std::string_view("<>=!+-*/%&|^~,").find(name[j]) != std::string_view::npos) ++j;
+      }
+      if (angle == 0 && paren == 0) out.append(name, i, j - i);
+      i = j - 1;
+      continue;
+    }
+    if (c == '<') {
+      if (angle++ == 0 && paren == 0) out += "<...>";
+    } else if (c == '>' && angle > 0) {
+      --angle;
+    } else if (c == '(' && angle == 0) {
+      if (paren++ == 0) out += "(...)";
+    } else if (c == ')' && angle == 0 && paren > 0) {
+      --paren;
+    } else if (angle == 0 && paren == 0) {
+      out += c;
+    }
+  }
+  return out;
 }
 
 void resolve_symbols(EventLog& log) {
@@ -185,10 +217,18 @@ std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::str
       // can act on, and without libc's symbols addr2line names them after unrelated nearby functions.
       if (below_main) break;
       std::vector<Frame>& fs = frames[ip];
-      if (fs.empty()) fs.push_back(Frame{ip, "", "??", "", 0});
+      if (fs.empty()) {
+        Frame unknown;
+        unknown.ip = ip;
+        unknown.function = "??";
+        fs.push_back(unknown);
+      }
       const Module* m = module_of(log, ip);
       for (Frame& f : fs) {
-        if (m) f.module = m->path;
+        if (m) {
+          f.module = m->path;
+          f.offset = ip - m->bias;
+        }
         if (!user && is_internal(f, kernels)) continue;
         if (!user) site.frame = f;
         user = true;

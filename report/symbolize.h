@@ -13,6 +13,7 @@ namespace asynccheck::report {
 struct Frame {
   uint64_t ip = 0;
   std::string module;    // path of the module holding it
+  uint64_t offset = 0;   // ip - the module's load bias: the address in the file (stable across runs)
   std::string function;  // demangled, "??" if unknown
   std::string file;      // source file, empty if unknown
   int line = 0;
@@ -22,7 +23,7 @@ struct CallSite {
   Frame frame;                 // the first frame outside CUDA, CUPTI and asynccheck: where the user called
   std::vector<Frame> frames;   // the user-visible stack, innermost first
   bool known() const { return frame.ip != 0; }
-  std::string where() const;   // "file:line" or "function (module+0xoff)" or "unknown"
+  std::string where() const;   // "file:line", or "module+0xoffset" without line information, or "unknown"
 };
 
 // Resolves the return addresses of every interned stack that `log.symbols` does not already hold, with addr2line
@@ -37,5 +38,9 @@ std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::str
 std::vector<std::string> kernel_names(const EventLog& log);
 
 std::string demangle(const std::string& name);
+
+// A demangled name short enough to read in a summary line: template arguments and parameter lists of long names
+// become "<...>" and "(...)" ("at::native::gpu_kernel_impl<...>(...)"); names of at most `max` characters are kept.
+std::string short_function(const std::string& name, size_t max = 100);
 
 }  // namespace asynccheck::report

@@ -87,6 +87,31 @@ TEST(Recording, TruncatedRecordingIsMarkedIncomplete) {
   EXPECT_FALSE(back.run.complete);
 }
 
+// How the run ended is an optional key of the run line: written only for abnormal ends, so that the recording of
+// an ordinary run reads in versions that predate it, and a recording without it reads as an ordinary exit.
+TEST(Recording, HowTheRunEndedRoundTripsAndIsOptional) {
+  EventLog log = sample_log();
+  std::stringstream plain;
+  write_recording(plain, log);
+  EXPECT_EQ(plain.str().find(" end="), std::string::npos) << plain.str();
+  log.run.end = "signal SIGTERM";
+  log.run.complete = false;
+  std::stringstream s;
+  write_recording(s, log);
+  EXPECT_NE(s.str().find(" complete=0 end=signal%20SIGTERM\n"), std::string::npos) << s.str();
+  EventLog back;
+  std::string error;
+  ASSERT_TRUE(read_recording(s, back, error)) << error;
+  EXPECT_EQ(back.run.end, "signal SIGTERM");
+  EXPECT_FALSE(back.run.complete);
+  // A recording written before the key existed (no 'end='): an ordinary exit.
+  std::stringstream old("asynccheck-recording 1\nrun program=%2Ftmp%2Fa pid=42 complete=1\nend\n");
+  EventLog before;
+  ASSERT_TRUE(read_recording(old, before, error)) << error;
+  EXPECT_EQ(before.run.end, "exit");
+  EXPECT_TRUE(before.run.complete);
+}
+
 struct BadCase {
   const char* name;
   std::string text;
@@ -105,7 +130,7 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"op order", head + "op kernel 1 5 3 0 0 0 0 0 0 0 0 -\n", "line 2: op ends before it starts"},
       {"number", head + "mark module-loaded x 0\n", "line 2: field 'time': 'x' is not a decimal integer in range"},
       {"api order", head + "api 3 cudaFree\n", "line 2: api index 3 out of order (expected 0)"},
-      {"run key", head + "run color=blue\n", "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, module_loading, launch_blocking, complete)"},
+      {"run key", head + "run color=blue\n", "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, module_loading, launch_blocking, complete, end)"},
       {"after end", head + "end\nmark module-loaded 1 0\n", "line 3: content after 'end'"},
       {"percent", head + "arg %4\n", "line 2: field 'text': bad percent-encoding in '%4'"},
       {"percent sign", head + "arg %-1\n", "line 2: field 'text': bad percent-encoding in '%-1'"},  // fuzzing

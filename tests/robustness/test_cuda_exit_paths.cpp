@@ -1,0 +1,119 @@
+// The ends of test_exit_paths.cpp with CUDA work in flight and monitoring on (GPU machine, label gpu): killed
+// inside cudaStreamSynchronize, crashing or leaving with _exit after CUDA calls, exit() from a thread while
+// another still makes CUDA calls, a forked child after CUDA was initialized. Each ends as it does bare, its report
+// holds the calls watched so far, and the reporter never runs into signal_timeout (no deadlock with CUPTI).
+// Without a GPU every test skips itself.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+
+#include "launch.h"
+
+namespace {
+
+using namespace asynccheck_test;
+
+const fs::path kProgram = ASYNCCHECK_CUDA_EXIT_PATHS;
+const fs::path kLibrary = ASYNCCHECK_LIBRARY;
+
+class CudaExitPaths : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("asynccheck-robust-gpu-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    for (const char* d : {"bare", "preload", "reports"}) fs::create_directories(dir_ / d);
+    const Result probe = run({{kProgram.string(), "exit"}, {}, dir_ / "bare"});
+    if (describe(probe.status) == "exit code 77") GTEST_SKIP() << "no GPU";
+    ASSERT_EQ(describe(probe.status), "exit code 3") << probe.err;
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  Result bare(const std::string& mode, std::vector<int> when_ready = {}) {
+    return run({{kProgram.string(), mode}, {}, dir_ / "bare", false, when_ready});
+  }
+  Result preloaded(const std::string& mode, std::vector<int> when_ready = {}) {
+    const std::string reports = (dir_ / "reports").string();
+    return run({{kProgram.string(), mode},
+                {"LD_PRELOAD=" + kLibrary.string(),
+                 "ASYNCCHECK_OPTIONS=log_file=" + reports + "/report.%p.txt:json=" + reports + "/report.%p.json"},
+                dir_ / "preload",
+                false,
+                when_ready});
+  }
+  std::map<int, std::string> reports() {
+    std::map<int, std::string> json;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir_ / "reports")) {
+      const std::string name = e.path().filename().string();
+      if (name.ends_with(".json")) json[std::stoi(name.substr(7))] = slurp(e.path());
+      else if (!name.ends_with(".txt")) ADD_FAILURE() << "unexpected file " << name;
+    }
+    return json;
+  }
+  // Checks the program's own report: monitoring on, how it ended (complete or not, if given), and that it holds
+  // the calls made before.
+  void expect_report(const Result& p, const std::string& end, std::optional<bool> complete, size_t processes = 1) {
+    const std::map<int, std::string> json = reports();
+    EXPECT_EQ(json.size(), processes);
+    ASSERT_TRUE(json.contains(p.pid)) << p.err;
+    const std::string& r = json.at(p.pid);
+    EXPECT_NE(r.find("\"monitoring\": \"on\""), std::string::npos) << r;
+    EXPECT_NE(r.find("\"end\": \"" + end + "\""), std::string::npos) << r;
+    if (complete) EXPECT_NE(r.find(std::string("\"complete\": ") + (*complete ? "true" : "false")), std::string::npos) << r;
+    EXPECT_EQ(r.find("\"calls_watched\": 0,"), std::string::npos) << "the calls before the end are missing: " << r;
+    EXPECT_NE(r.find("\"api\": \"cudaMemcpyAsync\""), std::string::npos) << "the pageable copy is not reported: " << r;
+    EXPECT_EQ(p.err.find("was not written"), std::string::npos) << p.err;
+  }
+  fs::path dir_;
+};
+
+// SIGTERM while the host waits in cudaStreamSynchronize: the reporter flushes CUPTI while the main thread is
+// stopped inside the CUDA call.
+TEST_F(CudaExitPaths, SigtermInsideCudaStreamSynchronize) {
+  const Result b = bare("sigterm-in-sync", {SIGTERM});
+  ASSERT_EQ(describe(b.status), "signal TERM") << b.err;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result p = preloaded("sigterm-in-sync", {SIGTERM});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(p.status, b.status) << describe(p.status) << "\n" << p.err;
+  EXPECT_LT(seconds, 10.0) << "the report took the whole signal_timeout: stuck?";
+  expect_report(p, "signal SIGTERM", false);
+}
+
+TEST_F(CudaExitPaths, CrashesAndUnderscoreExitAfterCudaCalls) {
+  for (const char* mode : {"segv", "abort", "_exit"}) {
+    SCOPED_TRACE(mode);
+    fs::remove_all(dir_ / "reports");
+    fs::create_directories(dir_ / "reports");
+    const Result b = bare(mode);
+    const Result p = preloaded(mode);
+    EXPECT_EQ(p.status, b.status) << describe(p.status) << " vs " << describe(b.status) << "\n" << p.err;
+    const std::string m = mode;
+    expect_report(p, m == "_exit" ? "_exit" : m == "segv" ? "signal SIGSEGV" : "signal SIGABRT", false);
+  }
+}
+
+TEST_F(CudaExitPaths, ExitFromAThreadWhileAnotherMakesCudaCalls) {
+  const Result b = bare("thread-exit");
+  if (describe(b.status) != "exit code 8") {
+    GTEST_SKIP() << "the program itself does not survive exit() racing its CUDA calls here: " << describe(b.status);
+  }
+  for (int k = 0; k < 5; ++k) {  // a race: a few times
+    SCOPED_TRACE(k);
+    fs::remove_all(dir_ / "reports");
+    fs::create_directories(dir_ / "reports");
+    const Result p = preloaded("thread-exit");
+    EXPECT_EQ(describe(p.status), "exit code 8") << p.err;
+    expect_report(p, "exit", std::nullopt);  // complete or not, depending on whether a call was in flight
+  }
+}
+
+TEST_F(CudaExitPaths, ForkedChildAfterCudaInitDoesNotReport) {
+  const Result p = preloaded("fork-child-exits");
+  EXPECT_EQ(describe(p.status), "exit code 0") << p.err;
+  expect_report(p, "exit", true);
+}
+
+}  // namespace

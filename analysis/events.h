@@ -68,9 +68,21 @@ struct Module {
   std::string path;
 };
 
-// One interned call stack: return addresses, innermost first.
+// A Python frame of the calling thread, read from the interpreter when the thread held the GIL
+// (interpose/python_frames.h): the source file as the interpreter names it, the code object's name, the line.
+struct PyFrame {
+  std::string file;
+  std::string function;  // co_name: "step", "<module>", "<listcomp>"
+  int line = 0;          // 0 when the interpreter did not know it
+  bool operator==(const PyFrame&) const = default;
+};
+
+// One interned call stack: return addresses, innermost first, and for a Python program the Python frames that
+// made the call, innermost first (part of the stack's identity: two Python lines calling the same native code
+// are two stacks, hence two call sites).
 struct Stack {
   std::vector<uint64_t> frames;
+  std::vector<PyFrame> python;
 };
 
 // A resolved frame of a return address (one address can have several: inlined functions, innermost first).

@@ -271,6 +271,10 @@ void write_recording(std::ostream& o, const EventLog& log) {
     o << "stack " << (i + 1) << std::hex;
     for (uint64_t ip : log.stacks[i].frames) o << ' ' << ip;
     o << std::dec << '\n';
+    // Optional (Python programs only), so that recordings of native programs stay readable by older versions.
+    for (const PyFrame& f : log.stacks[i].python) {
+      o << "pyframe " << (i + 1) << ' ' << percent_encode(f.file) << ' ' << percent_encode(f.function) << ' ' << f.line << '\n';
+    }
   }
   for (const Symbol& y : log.symbols) {
     o << "sym " << std::hex << y.ip << std::dec << ' ' << y.line << ' ' << percent_encode(y.function) << ' '
@@ -344,6 +348,18 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       for (size_t i = 2; i < f.size() && f.ok(); ++i) s.frames.push_back(f.num<uint64_t>("frame", 16));
       if (!f.ok()) return fail(what);
       log.stacks.push_back(std::move(s));
+    } else if (tag == "pyframe") {
+      if (!f.count(5, "pyframe stack file function line")) return fail(what);
+      size_t id = f.num<size_t>("stack");
+      PyFrame py;
+      py.file = f.text("file");
+      py.function = f.text("function");
+      py.line = f.num<int>("line");
+      if (f.ok() && (id == 0 || id > log.stacks.size())) f.fail("pyframe of stack " + std::to_string(id) + ", which was not declared");
+      if (f.ok() && py.line < 0) f.fail("field 'line': " + std::to_string(py.line) + " is negative");
+      if (f.ok() && log.stacks[id - 1].python.size() >= kMaxFrames) f.fail("stack " + std::to_string(id) + " with more than " + std::to_string(kMaxFrames) + " Python frames");
+      if (!f.ok()) return fail(what);
+      log.stacks[id - 1].python.push_back(std::move(py));
     } else if (tag == "sym") {
       if (!f.count(5, "sym ip line function file")) return fail(what);
       Symbol y;
@@ -373,7 +389,7 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
     } else if (tag == "end") {
       ended = true;
     } else {
-      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, sym, call, op, mark, end)");
+      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, pyframe, sym, call, op, mark, end)");
     }
   }
   if (lineno == 0) {

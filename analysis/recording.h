@@ -7,6 +7,7 @@
 //   api <index> <name>             names of the watched APIs, indexed by `call` lines
 //   module <base> <end> <bias> <path>  loaded modules, hex addresses
 //   stack <id> <frame> ...         interned call stacks, hex return addresses, innermost first
+//   pyframe <id> <file> <function> <line>  optional: a Python frame of stack <id> (declared before), innermost first
 //   sym <ip> <line> <function> <file>  a resolved frame of a return address (inlined ones: several, innermost first)
 //   call <fields...>               one per watched API call (see kCallFields in recording.cpp)
 //   op <fields...>                 one per GPU operation from the activity records

@@ -9,6 +9,7 @@
 #include "cupti/subscriber.h"
 #include "interpose/host_ranges.h"
 #include "interpose/lock_within.h"
+#include "interpose/python_frames.h"
 #include "interpose/stacks.h"
 #include "rules/predict.h"
 
@@ -191,6 +192,8 @@ bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, void (*on_first_
   Global& g = global();
   g.threshold_ns = threshold_ns;
   g.on_first_call = on_first_call;
+  // Look libpython up now rather than in the first callback that captures a stack: dlsym takes the loader's lock.
+  (void)python_available();
   cupti::Sink sink{on_enter, on_exit, on_mark};
   if (!cupti::subscribe(sink, error)) return false;
   if (!cupti::enable_activity(activity_buffer_bytes, error)) return false;

@@ -98,6 +98,21 @@ void read_command_line(RunInfo& run) {
   }
 }
 
+// The kernel driver's version ("580.159.04") from the file the NVIDIA driver publishes: no CUDA call needed.
+// Empty where there is no NVIDIA driver.
+std::string read_driver_version() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (!std::getline(in, line)) return "";
+  const std::string marker = "Kernel Module";
+  size_t at = line.find(marker);
+  if (at == std::string::npos) return "";
+  at = line.find_first_not_of(' ', at + marker.size());
+  if (at == std::string::npos) return "";
+  const size_t end = line.find(' ', at);
+  return line.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
 rules::Environment read_environment() {
   rules::Environment env;
   if (const char* v = std::getenv("CUDA_MODULE_LOADING")) {
@@ -418,6 +433,7 @@ void start(Origin) {
   g_run = new RunInfo;
   g_inputs = new report::ReportInputs;
   read_command_line(*g_run);
+  g_run->driver = read_driver_version();
   g_run->pid = static_cast<int>(getpid());
   g_owner.store(static_cast<pid_t>(g_run->pid), std::memory_order_release);
   g_run->env = read_environment();

@@ -10,23 +10,36 @@
 #include <unordered_map>
 
 #include "interpose/lock_within.h"
+#include "interpose/python_frames.h"
 
 namespace asynccheck {
 namespace {
 
 constexpr int kMaxFrames = 48;
 
+// A stack's identity: its return addresses and its Python frames (the same native code reached from two Python
+// lines is two stacks).
+struct StackKey {
+  std::vector<uint64_t> frames;
+  std::vector<PyFrame> python;
+  bool operator==(const StackKey&) const = default;
+};
+
 struct StackHash {
-  size_t operator()(const std::vector<uint64_t>& v) const {
+  size_t operator()(const StackKey& k) const {
     uint64_t h = 1469598103934665603ull;
-    for (uint64_t x : v) h = (h ^ x) * 1099511628211ull;
+    for (uint64_t x : k.frames) h = (h ^ x) * 1099511628211ull;
+    for (const PyFrame& f : k.python) {
+      h = (h ^ std::hash<std::string>{}(f.file)) * 1099511628211ull;
+      h = (h ^ static_cast<uint64_t>(f.line)) * 1099511628211ull;
+    }
     return static_cast<size_t>(h);
   }
 };
 
 struct Interner {
   std::mutex mu;
-  std::unordered_map<std::vector<uint64_t>, uint32_t, StackHash> ids;
+  std::unordered_map<StackKey, uint32_t, StackHash> ids;
   std::vector<Stack> stacks;
 };
 
@@ -40,14 +53,16 @@ Interner& interner() {
 uint32_t capture_stack(int skip) {
   void* frames[kMaxFrames + 8];
   const int n = unw_backtrace(frames, kMaxFrames + skip);
-  if (n <= skip) return 0;
-  std::vector<uint64_t> key;
-  key.reserve(static_cast<size_t>(n - skip));
-  for (int i = skip; i < n; ++i) key.push_back(reinterpret_cast<uint64_t>(frames[i]));
+  StackKey key;
+  if (n > skip) key.frames.reserve(static_cast<size_t>(n - skip));
+  for (int i = skip; i < n; ++i) key.frames.push_back(reinterpret_cast<uint64_t>(frames[i]));
+  // Before the lock: the walk calls into the interpreter (python_frames.h), which must never wait on our lock.
+  key.python = python_frames();
+  if (key.frames.empty() && key.python.empty()) return 0;
   Interner& in = interner();
   std::lock_guard lock(in.mu);  // only calls that matter get here, never an ordinary launch or copy
   auto [it, inserted] = in.ids.try_emplace(key, static_cast<uint32_t>(in.stacks.size() + 1));
-  if (inserted) in.stacks.push_back(Stack{key});
+  if (inserted) in.stacks.push_back(Stack{key.frames, key.python});
   return it->second;
 }
 

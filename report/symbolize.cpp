@@ -101,6 +101,17 @@ bool is_internal(const Frame& f, const std::set<std::string>& kernels) {
   return false;
 }
 
+// A Python file of an installed package rather than the user's code: under a site-packages/ or dist-packages/
+// directory (pip, conda, Debian's python3-* packages).
+bool in_installed_package(const std::string& file) {
+  for (std::string_view dir : {"site-packages/", "dist-packages/"}) {
+    for (size_t at = file.find(dir); at != std::string::npos; at = file.find(dir, at + 1)) {
+      if (at == 0 || file[at - 1] == '/' || file[at - 1] == '\\') return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string demangle(const std::string& name) {
@@ -109,9 +120,12 @@ std::string demangle(const std::string& name) {
   return status == 0 && d ? std::string(d.get()) : name;
 }
 
+bool CallSite::known() const { return frame.ip != 0 || frame.is_python(); }
+
 std::string CallSite::where() const {
   if (!known()) return "unknown";
   if (!frame.file.empty() && frame.line > 0) return basename_of(frame.file) + ":" + std::to_string(frame.line);
+  if (frame.is_python()) return frame.file.empty() ? "unknown" : basename_of(frame.file);
   char off[32];
   std::snprintf(off, sizeof off, "0x%llx", static_cast<unsigned long long>(frame.offset));
   return basename_of(frame.module) + "+" + off;
@@ -211,6 +225,27 @@ std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::str
   std::vector<CallSite> sites;
   for (const Stack& s : log.stacks) {
     CallSite site;
+    if (!s.python.empty()) {
+      // The user's code: the innermost frame outside installed packages (torch, cupy, ...), else the innermost.
+      const PyFrame* chosen = &s.python.front();
+      for (const PyFrame& p : s.python) {
+        if (!in_installed_package(p.file)) {
+          chosen = &p;
+          break;
+        }
+      }
+      for (const PyFrame& p : s.python) {
+        Frame f;
+        f.module = kPythonModule;
+        f.function = p.function;
+        f.file = p.file;
+        f.line = p.line;
+        if (&p == chosen) site.frame = f;
+        site.frames.push_back(std::move(f));
+      }
+    }
+    // The native frames, kept underneath the Python ones (the call site is the Python one when there is one).
+    const bool python = !s.python.empty();
     bool user = false, below_main = false;
     for (uint64_t ip : s.frames) {
       // Frames under main() are the C runtime's start-up (__libc_start_call_main, _start): nothing a user
@@ -230,7 +265,7 @@ std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::str
           f.offset = ip - m->bias;
         }
         if (!user && is_internal(f, kernels)) continue;
-        if (!user) site.frame = f;
+        if (!user && !python) site.frame = f;
         user = true;
         site.frames.push_back(f);
         below_main = below_main || f.function == "main";

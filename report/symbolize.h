@@ -4,25 +4,33 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/events.h"
 
 namespace asynccheck::report {
 
+// The module of a Python frame (which has no address): reports show it like any other module name.
+inline constexpr std::string_view kPythonModule = "python";
+
 struct Frame {
   uint64_t ip = 0;
-  std::string module;    // path of the module holding it
+  std::string module;    // path of the module holding it; kPythonModule for a Python frame
   uint64_t offset = 0;   // ip - the module's load bias: the address in the file (stable across runs)
-  std::string function;  // demangled, "??" if unknown
+  std::string function;  // demangled, "??" if unknown; a Python frame's code name ("step", "<module>")
   std::string file;      // source file, empty if unknown
   int line = 0;
+  bool is_python() const { return ip == 0 && module == kPythonModule; }
 };
 
 struct CallSite {
-  Frame frame;                 // the first frame outside CUDA, CUPTI and asynccheck: where the user called
-  std::vector<Frame> frames;   // the user-visible stack, innermost first
-  bool known() const { return frame.ip != 0; }
+  // Where the user called: for a Python program, the innermost Python frame outside installed packages
+  // (site-packages/, dist-packages/), else the innermost Python frame; otherwise the first native frame outside
+  // CUDA, CUPTI and asynccheck.
+  Frame frame;
+  std::vector<Frame> frames;   // the user-visible stack, innermost first: Python frames, then the native ones
+  bool known() const;          // a native frame with an address, or a Python frame
   std::string where() const;   // "file:line", or "module+0xoffset" without line information, or "unknown"
 };
 
@@ -30,7 +38,8 @@ struct CallSite {
 // (the binaries must still be on disk: call it at the end of the run, before writing a recording).
 void resolve_symbols(EventLog& log);
 
-// The call site of every interned stack, from `log.symbols` (frames without symbols keep module+offset).
+// The call site of every interned stack, from `log.symbols` (frames without symbols keep module+offset) and the
+// stack's Python frames.
 // `kernel_names` (demangled) are the kernels whose host-side wrappers are skipped.
 std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::string>& kernel_names);
 

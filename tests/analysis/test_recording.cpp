@@ -17,7 +17,7 @@ EventLog sample_log() {
   log.run.env.module_loading = rules::ModuleLoading::Eager;
   log.api_names = {"cudaMemcpyAsync", "cudaLaunchKernel"};
   log.modules = {{0x400000, 0x500000, 0, "/tmp/my app"}};
-  log.stacks = {{{0x401000, 0x402000}}};
+  log.stacks = {Stack{{0x401000, 0x402000}, {}}};
   log.symbols = {{0x401000, "cudaMalloc<char>(char**, unsigned long)", "/usr/local/cuda/include/cuda_runtime.h", 879},
                  {0x401000, "main", "/src/my app.cu", 12}};
   ApiCall c;
@@ -112,6 +112,34 @@ TEST(Recording, HowTheRunEndedRoundTripsAndIsOptional) {
   EXPECT_TRUE(before.run.complete);
 }
 
+// Python frames of a stack: optional 'pyframe' lines after their stack, innermost first, with every text field
+// percent-encoded (paths with spaces, "<module>"). A stack of Python frames alone (no native frames) is valid.
+TEST(Recording, PythonFramesRoundTripAndAreOptional) {
+  EventLog log = sample_log();
+  std::stringstream plain;
+  write_recording(plain, log);
+  EXPECT_EQ(plain.str().find("pyframe"), std::string::npos) << plain.str();  // native programs: as before
+  log.stacks[0].python = {{"/home/me/my project/train.py", "step", 12}, {"/home/me/my project/train.py", "<module>", 40}};
+  log.stacks.push_back(Stack{{}, {{"/opt/venv/lib/python3.12/site-packages/torch/_tensor.py", "to", 0}}});
+  std::stringstream s;
+  write_recording(s, log);
+  EXPECT_NE(s.str().find("stack 1 401000 402000\npyframe 1 /home/me/my%20project/train.py step 12\n"
+                         "pyframe 1 /home/me/my%20project/train.py <module> 40\nstack 2\npyframe 2 "),
+            std::string::npos)
+      << s.str();
+  EventLog back;
+  std::string error;
+  ASSERT_TRUE(read_recording(s, back, error)) << error;
+  ASSERT_EQ(back.stacks.size(), 2u);
+  EXPECT_EQ(back.stacks[0].frames, log.stacks[0].frames);
+  EXPECT_EQ(back.stacks[0].python, log.stacks[0].python);
+  EXPECT_TRUE(back.stacks[1].frames.empty());
+  EXPECT_EQ(back.stacks[1].python, log.stacks[1].python);
+  std::stringstream again;
+  write_recording(again, back);
+  EXPECT_EQ(again.str(), s.str());
+}
+
 struct BadCase {
   const char* name;
   std::string text;
@@ -124,7 +152,7 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"empty", "", "empty file: not an asynccheck recording"},
       {"magic", "hello\n", "line 1: not an asynccheck recording (expected first line 'asynccheck-recording 1')"},
       {"version", "asynccheck-recording 9\n", "line 1: recording version '9' is not supported (this asynccheck reads version 1)"},
-      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, sym, call, op, mark, end)"},
+      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, pyframe, sym, call, op, mark, end)"},
       {"op fields", head + "op kernel 1 2\n", "line 2: expected 13 fields after 'op', got 3 (op kind corr start end device context stream bytes copy_kind src_kind dst_kind sync_type name)"},
       {"op kind", head + "op warp 1 2 3 0 0 0 0 0 0 0 0 -\n", "line 2: field 'kind': 'warp' is not one of: memcpy, memset, kernel, sync"},
       {"op order", head + "op kernel 1 5 3 0 0 0 0 0 0 0 0 -\n", "line 2: op ends before it starts"},
@@ -134,6 +162,12 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"after end", head + "end\nmark module-loaded 1 0\n", "line 3: content after 'end'"},
       {"percent", head + "arg %4\n", "line 2: field 'text': bad percent-encoding in '%4'"},
       {"percent sign", head + "arg %-1\n", "line 2: field 'text': bad percent-encoding in '%-1'"},  // fuzzing
+      {"pyframe fields", head + "stack 1 10\npyframe 1 a.py f\n", "line 3: expected 4 fields after 'pyframe', got 3 (pyframe stack file function line)"},
+      {"pyframe stack", head + "stack 1 10\npyframe 2 a.py f 3\n", "line 3: pyframe of stack 2, which was not declared"},
+      {"pyframe stack 0", head + "pyframe 0 a.py f 3\n", "line 2: pyframe of stack 0, which was not declared"},
+      {"pyframe line", head + "stack 1 10\npyframe 1 a.py f -4\n", "line 3: field 'line': -4 is negative"},
+      {"pyframe number", head + "stack 1 10\npyframe 1 a.py f x\n", "line 3: field 'line': 'x' is not a decimal integer in range"},
+      {"pyframe text", head + "stack 1 10\npyframe 1 a%2 f 3\n", "line 3: field 'file': bad percent-encoding in 'a%2'"},
   };
   for (const BadCase& c : cases) {
     std::stringstream in(c.text);

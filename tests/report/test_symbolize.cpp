@@ -2,6 +2,9 @@
 // without line information, and stacks that stop at main.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include "report/report.h"
 #include "report/symbolize.h"
 
 namespace asynccheck::report {
@@ -41,7 +44,7 @@ TEST(CallSites, StopAtMainAndUseModuleOffsets) {
   EventLog log;
   log.modules.push_back(Module{0x400000, 0x500000, 0, "/app/prog"});
   log.modules.push_back(Module{0x7f0000000000, 0x7f0000100000, 0x7f0000000000, "/lib/libc.so.6"});
-  log.stacks.push_back(Stack{{0x401000, 0x402000, 0x7f0000002000, 0x403000}});
+  log.stacks.push_back(Stack{{0x401000, 0x402000, 0x7f0000002000, 0x403000}, {}});
   log.symbols.push_back(Symbol{0x401000, "helper", "/app/prog.cu", 10});
   log.symbols.push_back(Symbol{0x402000, "main", "/app/prog.cu", 20});
   log.symbols.push_back(Symbol{0x7f0000002000, "__libc_start_call_main", "", 0});
@@ -54,6 +57,110 @@ TEST(CallSites, StopAtMainAndUseModuleOffsets) {
   // A library frame gets its offset in the file, not its address.
   log.stacks[0].frames = {0x7f0000002000};
   EXPECT_EQ(call_sites(log, {})[0].frame.offset, 0x2000u);
+}
+
+// A Python program: libtorch's frames under a CUDA call, then the interpreter's, with the Python frames the
+// capture read from the interpreter (innermost first).
+EventLog python_log() {
+  EventLog log;
+  log.modules.push_back(Module{0x400000, 0x800000, 0, "/usr/bin/python3.12"});
+  log.modules.push_back(Module{0x7f0000000000, 0x7f0000100000, 0x7f0000000000, "/usr/local/cuda/lib64/libcudart.so.12"});
+  log.modules.push_back(Module{0x7f1000000000, 0x7f1000100000, 0x7f1000000000, "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so"});
+  log.symbols.push_back(Symbol{0x7f0000001000, "cudaMemcpyAsync", "", 0});
+  log.symbols.push_back(Symbol{0x7f1000002000, "at::native::copy_kernel_cuda(at::TensorIterator&, bool)", "", 0});
+  log.symbols.push_back(Symbol{0x401000, "_PyEval_EvalFrameDefault", "Python/ceval.c", 100});
+  log.symbols.push_back(Symbol{0x402000, "main", "Programs/python.c", 15});
+  log.stacks.push_back(Stack{{0x7f0000001000, 0x7f1000002000, 0x401000, 0x402000},
+                             {{"/venv/lib/python3.12/site-packages/torch/utils/_device.py", "__torch_function__", 104},
+                              {"/home/me/proj/train.py", "step", 12},
+                              {"/home/me/proj/train.py", "<module>", 30}}});
+  return log;
+}
+
+// The call site is the user's Python line; the stack lists the Python frames, then the native ones from the first
+// frame outside CUDA (libtorch) down to main.
+TEST(CallSites, PythonSiteIsTheInnermostFrameOutsideInstalledPackages) {
+  const std::vector<CallSite> sites = call_sites(python_log(), {});
+  ASSERT_EQ(sites.size(), 1u);
+  const CallSite& s = sites[0];
+  EXPECT_TRUE(s.known());
+  EXPECT_TRUE(s.frame.is_python());
+  EXPECT_EQ(s.frame.module, "python");
+  EXPECT_EQ(s.frame.file, "/home/me/proj/train.py");
+  EXPECT_EQ(s.frame.function, "step");
+  EXPECT_EQ(s.frame.line, 12);
+  EXPECT_EQ(s.where(), "train.py:12");
+  ASSERT_EQ(s.frames.size(), 6u);
+  EXPECT_EQ(s.frames[0].function, "__torch_function__");
+  EXPECT_EQ(s.frames[1].function, "step");
+  EXPECT_EQ(s.frames[2].function, "<module>");
+  EXPECT_TRUE(s.frames[2].is_python());
+  EXPECT_EQ(s.frames[3].function, "at::native::copy_kernel_cuda(at::TensorIterator&, bool)");  // cudart skipped
+  EXPECT_FALSE(s.frames[3].is_python());
+  EXPECT_EQ(s.frames[3].offset, 0x2000u);
+  EXPECT_EQ(s.frames[5].function, "main");
+}
+
+TEST(CallSites, PythonSiteSkipsDistPackagesAndFallsBackToTheInnermostFrame) {
+  EventLog log = python_log();
+  log.stacks[0].python = {{"/usr/lib/python3/dist-packages/cupy/_core/core.py", "get", 7},
+                          {"site-packages/torch/_tensor.py", "item", 3},
+                          {"/srv/my-site-packages/app.py", "run", 5}};  // not a site-packages/ directory
+  EXPECT_EQ(call_sites(log, {})[0].where(), "app.py:5");
+  // Only installed packages: the innermost frame, rather than no Python site at all.
+  log.stacks[0].python = {{"/venv/lib/python3.12/site-packages/torch/_tensor.py", "item", 3},
+                          {"/venv/lib/python3.12/site-packages/lib/run.py", "main", 9}};
+  const CallSite s = call_sites(log, {})[0];
+  EXPECT_EQ(s.where(), "_tensor.py:3");
+  EXPECT_EQ(s.frame.function, "item");
+  // A line the interpreter did not know: the file alone.
+  log.stacks[0].python = {{"/home/me/proj/train.py", "step", 0}};
+  EXPECT_EQ(call_sites(log, {})[0].where(), "train.py");
+  // Without Python frames, the native site as before: libtorch's frame.
+  log.stacks[0].python.clear();
+  const CallSite native = call_sites(log, {})[0];
+  EXPECT_FALSE(native.frame.is_python());
+  EXPECT_EQ(native.frame.function, "at::native::copy_kernel_cuda(at::TensorIterator&, bool)");
+  EXPECT_EQ(native.frames.size(), 3u);
+}
+
+// Findings aggregate per Python line: two lines reaching the same native code are two sites; one line reaching it
+// through two native paths is one site. The summary names the Python line and function.
+TEST(CallSites, FindingsAggregatePerPythonLine) {
+  EventLog log = python_log();
+  log.stacks[0].python = {{"/home/me/proj/train.py", "step", 12}};
+  Stack other_line = log.stacks[0];
+  other_line.python[0].line = 13;
+  Stack other_path = log.stacks[0];
+  other_path.frames.insert(other_path.frames.begin() + 2, 0x7f1000003000);
+  log.stacks.push_back(other_line);
+  log.stacks.push_back(other_path);
+  log.api_names = {"cudaMemcpyAsync"};
+  Analysis analysis;
+  for (uint32_t stack : {1u, 2u, 3u}) {
+    ApiCall c;
+    c.stack = stack;
+    log.calls.push_back(c);
+    Finding f;
+    f.call = log.calls.size() - 1;
+    f.rule = f.predicted = rules::RuleId::CopyAsyncPageableH2D;
+    f.level = rules::Level::Error;
+    f.held_ns = 1'000'000 * stack;
+    analysis.findings.push_back(f);
+  }
+  analysis.predicted.resize(log.calls.size());
+  analysis.described.resize(log.calls.size());
+  const std::vector<SiteRow> rows = aggregate(log, analysis, call_sites(log, {}));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].site.where(), "train.py:12");  // 1 ms + 3 ms
+  EXPECT_EQ(rows[0].count, 2u);
+  EXPECT_EQ(rows[1].site.where(), "train.py:13");
+  EXPECT_EQ(rows[1].count, 1u);
+  EXPECT_NE(rows[0].fingerprint.find("|step|train.py"), std::string::npos) << rows[0].fingerprint;
+  ReportData data = make_report(log, analysis);
+  std::ostringstream out;
+  write_summary(out, data, 0);
+  EXPECT_NE(out.str().find("cudaMemcpyAsync at train.py:12 in step\n"), std::string::npos) << out.str();
 }
 
 }  // namespace

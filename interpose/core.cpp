@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "analysis/analyze.h"
@@ -98,19 +100,21 @@ void read_command_line(RunInfo& run) {
   }
 }
 
-// The kernel driver's version ("580.159.04") from the file the NVIDIA driver publishes: no CUDA call needed.
-// Empty where there is no NVIDIA driver.
+// The kernel driver's version ("580.159.04") from the file the NVIDIA driver publishes: no CUDA call needed. Its
+// first line reads "NVRM version: NVIDIA UNIX [Open ]Kernel Module [for x86_64]  580.159.04  Release Build ...":
+// the version is the first word made of digits and dots. Empty where there is no NVIDIA driver.
 std::string read_driver_version() {
   std::ifstream in("/proc/driver/nvidia/version");
   std::string line;
   if (!std::getline(in, line)) return "";
-  const std::string marker = "Kernel Module";
-  size_t at = line.find(marker);
-  if (at == std::string::npos) return "";
-  at = line.find_first_not_of(' ', at + marker.size());
-  if (at == std::string::npos) return "";
-  const size_t end = line.find(' ', at);
-  return line.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  std::istringstream words(line);
+  for (std::string w; words >> w;) {
+    if (w.find_first_not_of("0123456789.") == std::string::npos && w.find('.') != std::string::npos &&
+        std::isdigit(static_cast<unsigned char>(w[0]))) {
+      return w;
+    }
+  }
+  return "";
 }
 
 rules::Environment read_environment() {

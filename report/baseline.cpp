@@ -104,9 +104,14 @@ std::string check_line(std::string_view raw, size_t number, std::string_view& fi
 std::string escape_fingerprint_field(std::string_view field) {
   std::string out;
   out.reserve(field.size());
-  for (char c : field) {
+  for (size_t i = 0; i < field.size(); ++i) {
+    const char c = field[i];
     const auto u = static_cast<unsigned char>(c);
-    if (c == '\\' || c == '|') {
+    // The baseline reader trims each line: a space at either end of a field would be lost (found by fuzzing).
+    const bool edge_space = c == ' ' && (i == 0 || i + 1 == field.size());
+    if (edge_space) {
+      out += "\\x20";
+    } else if (c == '\\' || c == '|') {
       out += '\\';
       out += c;
     } else if (c == '\n') {

@@ -138,6 +138,11 @@ std::string short_function(const std::string& name, size_t max) {
   for (size_t i = 0; i < name.size(); ++i) {
     const char c = name[i];
     // "operator<" / "operator()" and the like are names, not brackets.
+    if (name.compare(i, 21, "(anonymous namespace)") == 0) {  // a name, not a parameter list
+      if (angle == 0 && paren == 0) out += "(anonymous namespace)";
+      i += 20;
+      continue;
+    }
     if (name.compare(i, 8, "operator") == 0) {
       size_t j = i + 8;
       if (name.compare(j, 2, "()") == 0 || name.compare(j, 2, "[]") == 0) {

@@ -611,3 +611,28 @@ TEST(Baseline, LoadFromAMissingFile) {
 
 }  // namespace
 }  // namespace asynccheck::report
+
+namespace asynccheck::report {
+namespace {
+
+// Found by fuzzing: a field with a space at its end was saved with the space and loaded without it (the reader
+// trims lines), so a saved baseline did not silence the site it was saved for.
+TEST(Baseline, FieldsEndingInSpacesSurviveSaveAndLoad) {
+  SiteRow row;
+  row.rule = rules::RuleId::LegacyStreamSerialization;
+  row.api = "x";
+  row.site.frame.ip = 1;
+  row.site.frame.function = " f ";
+  row.site.frame.file = "/src/name ";
+  std::vector<SiteRow> rows{row};
+  const std::string text = baseline_text(rows);
+  EXPECT_NE(text.find("|\\x20f\\x20|name\\x20"), std::string::npos) << text;
+  std::set<std::string> loaded;
+  std::string error;
+  ASSERT_TRUE(parse_baseline(text, "b", loaded, error)) << error;
+  mark_baseline(rows, loaded);
+  EXPECT_TRUE(rows[0].in_baseline) << text;
+}
+
+}  // namespace
+}  // namespace asynccheck::report

@@ -19,6 +19,8 @@ TEST(ShortFunction, KeepsShortNamesAndElidesLongTemplatesAndParameters) {
       "float, float, at::native::binary_internal::MulFunctor<float> > const&)";
   EXPECT_EQ(short_function(name), "void at::native::gpu_kernel_impl_nocast<...>(...)");
   EXPECT_EQ(short_function(name, name.size()), name);
+  EXPECT_EQ(short_function("at::cuda::(anonymous namespace)::Impl::allocate(unsigned long, void**)", 10),
+            "at::cuda::(anonymous namespace)::Impl::allocate(...)");
 }
 
 TEST(ShortFunction, OperatorsAreNamesNotBrackets) {

@@ -14,11 +14,6 @@ namespace {
 constexpr std::string_view kFingerprintFormat = "RULE|API|FUNCTION|FILE, as --save-baseline writes it";
 constexpr size_t kFingerprintFields = 4;
 
-std::string_view base_name(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
 std::string hex(uint64_t value, int digits) {
   char buffer[24];
   std::snprintf(buffer, sizeof buffer, "%0*llx", digits, static_cast<unsigned long long>(value));

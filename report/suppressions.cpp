@@ -18,11 +18,6 @@ namespace {
 constexpr std::string_view kFormat = "RULE:PATTERN, e.g. free-waits-for-device:libfoo.so";
 constexpr size_t kMaxSuggestions = 3;
 
-std::string_view base_name(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
 // A '#' at the start of the line or after whitespace starts a comment; one inside a word ("{lambda()#1}") does not.
 std::string_view strip_comment(std::string_view line) {
   for (size_t i = 0; i < line.size(); ++i) {

@@ -25,10 +25,7 @@ const Module* module_of(const EventLog& log, uint64_t ip) {
   return nullptr;
 }
 
-std::string basename_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
+std::string basename_of(const std::string& path) { return std::string(base_name(path)); }
 
 bool starts_with(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
 
@@ -129,6 +126,11 @@ std::string CallSite::where() const {
   char off[32];
   std::snprintf(off, sizeof off, "0x%llx", static_cast<unsigned long long>(frame.offset));
   return basename_of(frame.module) + "+" + off;
+}
+
+std::string_view base_name(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
 std::string short_function(const std::string& name, size_t max) {

@@ -48,6 +48,9 @@ std::vector<std::string> kernel_names(const EventLog& log);
 
 std::string demangle(const std::string& name);
 
+// What follows the last '/' of a path (the whole path if it has none).
+std::string_view base_name(std::string_view path);
+
 // A demangled name short enough to read in a summary line: template arguments and parameter lists of long names
 // become "<...>" and "(...)" ("at::native::gpu_kernel_impl<...>(...)"); names of at most `max` characters are kept.
 std::string short_function(const std::string& name, size_t max = 100);

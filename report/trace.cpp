@@ -83,10 +83,7 @@ std::string valid_utf8(std::string_view s) {
 
 std::string q(std::string_view s) { return json_string(valid_utf8(s)); }
 
-std::string basename_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
+std::string basename_of(const std::string& path) { return std::string(base_name(path)); }
 
 std::string hex(uint64_t v) {
   char buf[24];

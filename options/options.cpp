@@ -57,7 +57,7 @@ bool validate(const Options& o, std::string& error) {
     error = "option 'threshold': " + format_duration_option(o.threshold) + " is out of range (valid: 0 to 60s)";
     return false;
   }
-  return format_names_valid(o.format, error);
+  return o.format.empty() || format_names_valid(o.format, error);
 }
 
 bool format_names_valid(std::string_view list, std::string& error) {
@@ -159,10 +159,11 @@ std::string format_duration_option(uint64_t ns) {
 }
 
 bool output_files(const Options& o, OutputFiles& out, std::string& error) {
-  if (!format_names_valid(o.format, error)) return false;
+  if (!o.format.empty() && !format_names_valid(o.format, error)) return false;
   out = OutputFiles{o.json, o.sarif, o.trace};
   std::vector<std::string_view> formats;
-  std::string_view rest = o.format;
+  // No --format: --output writes JSON. A --format without --output would write nothing: an error, not a no-op.
+  std::string_view rest = o.format.empty() ? std::string_view("json") : std::string_view(o.format);
   while (!rest.empty()) {
     const size_t comma = rest.find(',');
     std::string_view f = rest.substr(0, comma);
@@ -170,15 +171,11 @@ bool output_files(const Options& o, OutputFiles& out, std::string& error) {
     if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
   }
   if (o.output.empty()) {
-    if (o.format != Options{}.format) {
+    if (!o.format.empty()) {
       error = "option 'format': '" + o.format + "' needs an output path (--output=PATH)";
       return false;
     }
     return true;
-  }
-  if (formats.empty()) {
-    error = "option 'output': no format to write (valid --format: json, sarif, trace)";
-    return false;
   }
   for (std::string_view f : formats) {
     std::string& slot = f == "json" ? out.json : f == "sarif" ? out.sarif : out.trace;

@@ -11,7 +11,7 @@ namespace {
 TEST(Options, DefaultsComeFromTheTable) {
   const Options o;
   EXPECT_EQ(o.threshold, 100'000u);
-  EXPECT_EQ(o.format, "json");
+  EXPECT_EQ(o.format, "");  // --output alone writes JSON
   EXPECT_EQ(o.log_file, "stderr");
   EXPECT_FALSE(o.overwrite);
   EXPECT_TRUE(o.summary);
@@ -57,6 +57,10 @@ TEST(Options, OutputFilesFromFormatAndOutput) {
   EXPECT_EQ(f.sarif, "r.sarif");  // one format: the path as given
   EXPECT_EQ(f.json, "");
   o = Options{};
+  ASSERT_TRUE(parse_options("output=plain.json", o, error)) << error;
+  ASSERT_TRUE(output_files(o, f, error)) << error;
+  EXPECT_EQ(f.json, "plain.json");  // no format: JSON
+  o = Options{};
   ASSERT_TRUE(parse_options("format=json,sarif,trace:output=out/r.%p", o, error)) << error;
   ASSERT_TRUE(output_files(o, f, error)) << error;
   EXPECT_EQ(f.json, "out/r.%p.json");  // several: a stem
@@ -97,6 +101,7 @@ TEST(Options, BadInputMessagesArePinned) {
       {"format=xml:output=a", "option 'format': 'xml' is not a format (valid: json, sarif, trace; comma-separated)"},
       {"format=json,,sarif:output=a", "option 'format': '' is not a format (valid: json, sarif, trace; comma-separated)"},
       {"format=sarif", "option 'format': 'sarif' needs an output path (--output=PATH)"},
+      {"format=json", "option 'format': 'json' needs an output path (--output=PATH)"},
       {"json=a.json:format=json,sarif:output=b",
        "the json report is given two paths, 'a.json' (option 'json') and 'b.json' (option 'output'); give one"},
   };

@@ -25,7 +25,10 @@ class CudaExitPaths : public ::testing::Test {
     fs::remove_all(dir_);
     for (const char* d : {"bare", "preload", "reports"}) fs::create_directories(dir_ / d);
     const Result probe = run({{kProgram.string(), "exit"}, {}, dir_ / "bare"});
-    if (describe(probe.status) == "exit code 77") GTEST_SKIP() << "no GPU";
+    if (describe(probe.status) == "exit code 77") {
+      GTEST_SKIP() << "SKIPPED: no usable GPU (cuda_exit_paths found no CUDA device); run it on the GPU machine: "
+                      "ctest -R robust.gpu (docs/gpu-testing.md)";
+    }
     ASSERT_EQ(describe(probe.status), "exit code 3") << probe.err;
   }
   void TearDown() override {

@@ -47,7 +47,7 @@ bool subscribe(const Sink& sink, std::string& error) {
   std::memset(&params, 0, sizeof params);
   char holder[256] = {};
   params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-  params.subscriberName = "asynccheck";
+  params.subscriberName = kSubscriberName;
   params.oldSubscriberName = holder;
   params.oldSubscriberSize = sizeof holder;
   CUptiResult r = cuptiSubscribe_v2(&g_subscriber, on_callback, nullptr, &params);

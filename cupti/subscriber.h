@@ -21,6 +21,11 @@ struct Sink {
 
 // Subscribes and enables callbacks. On failure returns false with a one-line reason naming the CUPTI holder
 // when another tool has the subscription.
+// The name we subscribe under, which CUPTI tells the next would-be subscriber: a second copy of asynccheck in the
+// same process recognizes the first by it.
+inline constexpr const char* kSubscriberName = "asynccheck";
+inline constexpr const char* kHeldByUs = "CUPTI is already in use by asynccheck ";
+
 bool subscribe(const Sink& sink, std::string& error);
 
 // Disables our callbacks (the subscription stays: CUPTI may still deliver activity buffers).

@@ -1,5 +1,6 @@
 #include "interpose/core.h"
 
+#include <dlfcn.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 
 #include "analysis/analyze.h"
 #include "analysis/recording.h"
+#include "cupti/subscriber.h"
 #include "interpose/capture.h"
 #include "options/options.h"
 #include "report/report.h"
@@ -115,6 +117,13 @@ std::string read_driver_version() {
     }
   }
   return "";
+}
+
+// The path of this copy of the library, for messages that must tell two copies apart.
+std::string library_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&library_path), &info) == 0 || !info.dli_fname) return "?";
+  return info.dli_fname;
 }
 
 rules::Environment read_environment() {
@@ -459,6 +468,13 @@ void start(Origin) {
   // for a program that never finishes a watched call. The report is written once.
   if (!capture::start(g_options->threshold, g_options->activity_buffer_kb * 1024,
                       [] { std::atexit(report_at_exit); }, error)) {
+    if (error.rfind(cupti::kHeldByUs, 0) == 0) {
+      // Another copy of asynccheck (another path, or both shims of different builds) already watches this process
+      // and will report; a second report of "nothing watched" would only compete with it for the same files.
+      say("another copy of asynccheck already watches this process; this one (" + library_path() +
+          ") stays out and writes no report");
+      return;
+    }
     say("monitoring off: " + error + "; the program runs unchanged");
     g_run->monitoring = "off: " + error;
     arm();  // the report still says that nothing was watched, and why

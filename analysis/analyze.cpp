@@ -62,15 +62,22 @@ class Analyzer {
   Analyzer(const EventLog& log, const AnalysisOptions& opt) : log_(log), opt_(opt) {}
 
   Analysis run() {
-    out_.calls_watched = log_.calls.size();
+    out_.calls_watched = log_.calls.size() + log_.carried.calls;
+    out_.not_observed = log_.carried.not_observed;
+    out_.context_creation_ns = log_.carried.context_creation_ns;
+    out_.kind_disagreements = log_.carried.kind_disagreements;
     build_index();
     describe_calls();
     for (size_t i = 0; i < log_.calls.size(); ++i) {
       out_.predicted.push_back(rules::predict(out_.described[i]));
     }
     index_op_streams();
-    for (size_t i = 0; i < log_.calls.size(); ++i) judge_host(i);
-    for (size_t i = 0; i < log_.calls.size(); ++i) judge_legacy_stream(i);
+    for (size_t i = 0; i < log_.calls.size(); ++i) {
+      if (!log_.calls[i].context_only) judge_host(i);
+    }
+    for (size_t i = 0; i < log_.calls.size(); ++i) {
+      if (!log_.calls[i].context_only) judge_legacy_stream(i);
+    }
     std::stable_sort(out_.findings.begin(), out_.findings.end(),
                      [](const Finding& a, const Finding& b) { return a.call < b.call; });
     return std::move(out_);
@@ -95,9 +102,10 @@ class Analyzer {
       idx_.enqueue_ns[i] = log_.calls[c->second].end_ns;
     }
     for (auto& [stream, ops] : idx_.ops_by_stream) {
-      std::sort(ops.begin(), ops.end(), [&](size_t a, size_t b) { return log_.ops[a].start_ns < log_.ops[b].start_ns; });
+      // Stable: ties keep index order, so a compacted log (a subsequence of the ops) breaks them the same way.
+      std::stable_sort(ops.begin(), ops.end(), [&](size_t a, size_t b) { return log_.ops[a].start_ns < log_.ops[b].start_ns; });
     }
-    std::sort(idx_.ops_by_end.begin(), idx_.ops_by_end.end(),
+    std::stable_sort(idx_.ops_by_end.begin(), idx_.ops_by_end.end(),
               [&](size_t a, size_t b) { return log_.ops[a].end_ns < log_.ops[b].end_ns; });
   }
 
@@ -158,7 +166,8 @@ class Analyzer {
       if (op.kind != GpuOpKind::Memcpy) continue;
       MemoryKind src = memory_kind_from_activity(op.src_kind), dst = memory_kind_from_activity(op.dst_kind);
       if ((src != MemoryKind::Unknown && src != d.src) || (dst != MemoryKind::Unknown && dst != d.dst)) {
-        if (d.src != MemoryKind::Unknown || d.dst != MemoryKind::Unknown) {
+        if ((d.src != MemoryKind::Unknown || d.dst != MemoryKind::Unknown) && !c.context_only) {
+          out_.disagreeing_calls.push_back(static_cast<size_t>(&c - log_.calls.data()));
           disagreements_[c.correlation_id] = "activity record says " + std::string(name_of(src)) + " -> " +
                                              std::string(name_of(dst)) + ", the call looked like " +
                                              std::string(name_of(d.src)) + " -> " + std::string(name_of(d.dst));

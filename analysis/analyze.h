@@ -63,8 +63,11 @@ struct Analysis {
   uint64_t context_creation_ns = 0;               // host time spent creating contexts inside calls
   uint64_t calls_watched = 0;
   uint64_t kind_disagreements = 0;                // activity records contradicted our memory-kind registry
+  std::vector<size_t> disagreeing_calls;          // the judged calls those disagreements came from (compaction)
 };
 
+// Counts and findings include what compaction carried (EventLog::carried); context_only calls are described but
+// not judged (no findings, no counts of their own).
 Analysis analyze(const EventLog& log, const AnalysisOptions& options);
 
 std::string_view released_by_text(ReleasedBy r);

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "rules/call.h"
+#include "rules/catalog.h"
 
 namespace asynccheck {
 
@@ -31,6 +33,10 @@ struct ApiCall {
   uint32_t flags = 0;           // creation flags (stream, event, host alloc), or 0
   uint32_t stack = 0;           // interned call stack (stacks.h), 0 = not captured
   int32_t result = 0;           // the call's return code (0 = success)
+  // Kept by compaction (compact.h) only as context for other calls: it creates state later calls read, or
+  // enqueued GPU work that later calls' evidence may name. The analysis describes it but does not judge it:
+  // what it contributed to the report is already in EventLog::carried. Never set by the capture.
+  bool context_only = false;
 };
 
 enum class GpuOpKind : uint8_t { Memcpy, Memset, Kernel, Sync };
@@ -110,6 +116,31 @@ struct RunInfo {
   std::string end = "exit";
 };
 
+// Findings that compaction (compact.h) folded away: one (stack, API, rule) key, what its dropped findings add
+// to the site's row. The key's first finding, and at most CompactOptions::samples_per_site in all, stay as calls.
+struct CarriedSite {
+  uint32_t stack = 0;
+  uint16_t name = 0;  // ApiCall::name
+  rules::RuleId rule = rules::RuleId::UndocumentedBlock;
+  uint64_t count = 0;
+  uint64_t total_ns = 0;  // held_ns (GPU-side rules: gpu_delay_ns), summed
+  uint64_t max_ns = 0;
+  uint64_t bytes = 0;
+};
+
+// What compaction dropped from the log, so that the analysis of the smaller log reports exactly what the whole
+// log would have. All zero for a log that was never compacted (a recording, the capture with save or trace).
+struct Carried {
+  uint64_t calls = 0;  // calls dropped (counted in calls_watched)
+  uint64_t ops = 0;    // GPU operations dropped (counted in the report's gpu_operations)
+  std::map<rules::RuleId, uint64_t> not_observed;  // contributions of calls no longer judged (dropped or context_only)
+  uint64_t context_creation_ns = 0;
+  uint64_t kind_disagreements = 0;
+  std::vector<CarriedSite> findings;  // one per key
+  bool empty() const { return calls == 0 && ops == 0 && not_observed.empty() && context_creation_ns == 0 &&
+                              kind_disagreements == 0 && findings.empty(); }
+};
+
 // Everything one run produced: what a recording holds and what the analysis reads.
 struct EventLog {
   RunInfo run;
@@ -120,6 +151,7 @@ struct EventLog {
   std::vector<Module> modules;
   std::vector<Stack> stacks;   // stack id N is stacks[N - 1]
   std::vector<Symbol> symbols; // resolved frames, so a recording replays with its call sites anywhere
+  Carried carried;             // what compaction folded away (not written to recordings: see compact.h)
 };
 
 }  // namespace asynccheck

@@ -41,6 +41,21 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     row.bytes += c.call.bytes;
     samples[it->second].push_back(t);
   }
+  // Findings that compaction folded away (analysis/compact.h): their counts, times and bytes join their row; the
+  // row always exists, since each key's first finding is kept. The median is that of the kept samples.
+  for (const CarriedSite& cs : log.carried.findings) {
+    CallSite site;
+    if (cs.stack > 0 && cs.stack <= sites.size()) site = sites[cs.stack - 1];
+    const std::string api = cs.name < log.api_names.size() ? log.api_names[cs.name] : "?";
+    const std::string where = site.known() ? site.where() + "|" + site.frame.function : "?";
+    auto it = index.find(std::make_tuple(where, static_cast<int>(cs.rule), api));
+    if (it == index.end()) continue;
+    SiteRow& row = rows[it->second];
+    row.count += cs.count;
+    row.total_ns += cs.total_ns;
+    row.max_ns = std::max(row.max_ns, cs.max_ns);
+    row.bytes += cs.bytes;
+  }
   for (size_t r = 0; r < rows.size(); ++r) {
     rows[r].fingerprint = fingerprint(rows[r]);
     auto& s = samples[r];

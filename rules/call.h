@@ -64,6 +64,7 @@ enum class WaitMode : uint8_t { Auto, Spin, Yield, BlockingSync };
 struct Environment {
   ModuleLoading module_loading = ModuleLoading::Default;
   bool launch_blocking = false;  // CUDA_LAUNCH_BLOCKING=1
+  bool operator==(const Environment&) const = default;
 };
 
 struct CallDescription {
@@ -80,6 +81,7 @@ struct CallDescription {
   bool stream_ordered_pointer = false;    // Free: the pointer came from cudaMallocAsync
   WaitMode wait_mode = WaitMode::Auto;    // explicit syncs: how the host waits
   Environment env;
+  bool operator==(const CallDescription&) const = default;  // compaction checks descriptions survive (compact.h)
 };
 
 // The largest pageable host-to-device copy that the Programming Guide lists as asynchronous.

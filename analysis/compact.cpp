@@ -1,0 +1,324 @@
+#include "analysis/compact.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace asynccheck {
+namespace {
+
+using rules::ApiKind;
+
+constexpr int64_t kNone = -1;
+
+bool enqueues_work(ApiKind api) {
+  return api == ApiKind::Copy || api == ApiKind::Memset || api == ApiKind::KernelLaunch || api == ApiKind::GraphLaunch;
+}
+
+using SiteKey = std::tuple<uint32_t, uint16_t, rules::RuleId>;  // (stack, api name, rule)
+
+// Per stream, the analyzer's previous_in_stream (the op that ended last at or before t, the first in start order
+// among equal ends, never `self`) in O(log n) instead of a scan.
+class StreamIndex {
+ public:
+  explicit StreamIndex(const std::vector<GpuOp>& ops) : ops_(ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].kind != GpuOpKind::Sync) by_stream_[ops[i].stream_id].push_back(i);
+    }
+    for (auto& [stream, list] : by_stream_) {
+      // Start order is (start, index): the analyzer sorts by start stably. Ties on end keep start order.
+      std::sort(list.begin(), list.end(), [&](size_t a, size_t b) {
+        return std::tie(ops[a].end_ns, ops[a].start_ns, a) < std::tie(ops[b].end_ns, ops[b].start_ns, b);
+      });
+    }
+  }
+
+  int64_t previous(size_t self) const {
+    const GpuOp& op = ops_[self];
+    if (op.kind == GpuOpKind::Sync) return kNone;
+    const std::vector<size_t>& list = by_stream_.at(op.stream_id);
+    const uint64_t t = op.start_ns;
+    auto end_lt = [&](size_t oi, uint64_t v) { return ops_[oi].end_ns < v; };
+    auto p = std::upper_bound(list.begin(), list.end(), t, [&](uint64_t v, size_t oi) { return v < ops_[oi].end_ns; });
+    while (p != list.begin()) {
+      const uint64_t e = ops_[*(p - 1)].end_ns;
+      auto q = std::lower_bound(list.begin(), p, e, end_lt);  // first of the group with the largest end <= t
+      for (auto it = q; it != p; ++it) {
+        if (*it != self) return static_cast<int64_t>(*it);
+      }
+      p = q;  // the group was only `self`: the group before
+    }
+    return kNone;
+  }
+
+ private:
+  const std::vector<GpuOp>& ops_;
+  std::unordered_map<uint32_t, std::vector<size_t>> by_stream_;
+};
+
+bool same_finding(const Finding& a, const Finding& b, const std::vector<int64_t>& call_map,
+                  const std::vector<int64_t>& op_map) {
+  auto op = [&](int64_t oi) { return oi < 0 ? kNone : op_map[static_cast<size_t>(oi)]; };
+  return call_map[a.call] == static_cast<int64_t>(b.call) && a.rule == b.rule && a.predicted == b.predicted &&
+         a.verdict == b.verdict && a.level == b.level && a.held_ns == b.held_ns && a.gpu_delay_ns == b.gpu_delay_ns &&
+         a.evidence.by == b.evidence.by && a.evidence.gap_ns == b.evidence.gap_ns &&
+         op(a.evidence.op) == b.evidence.op && op(a.evidence.behind_op) == b.evidence.behind_op &&
+         (a.evidence.op < 0 || op(a.evidence.op) >= 0) && (a.evidence.behind_op < 0 || op(a.evidence.behind_op) >= 0) &&
+         a.note == b.note;
+}
+
+}  // namespace
+
+bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, CompactStats* stats) {
+  if (stats) *stats = {log.calls.size(), log.calls.size(), log.ops.size(), log.ops.size()};
+  if (horizon_ns <= opt.margin_ns) return false;
+  const uint64_t cut = horizon_ns - opt.margin_ns;
+  const AnalysisOptions& ao = opt.analysis;
+  const Analysis a = analyze(log, ao);
+  const size_t n = log.calls.size(), m = log.ops.size();
+
+  // Who enqueued each op: the analyzer's rule (a call's own id first, then its nested driver call's).
+  std::unordered_map<uint64_t, size_t> call_by_corr;
+  for (size_t i = 0; i < n; ++i) {
+    call_by_corr.emplace(log.calls[i].correlation_id, i);
+    if (log.calls[i].driver_correlation_id != 0) call_by_corr.emplace(log.calls[i].driver_correlation_id, i);
+  }
+  std::vector<int64_t> producer(m, kNone);
+  std::vector<std::vector<size_t>> own_ops(n);
+  for (size_t oi = 0; oi < m; ++oi) {
+    auto it = call_by_corr.find(log.ops[oi].correlation_id);
+    if (it == call_by_corr.end()) continue;
+    producer[oi] = static_cast<int64_t>(it->second);
+    own_ops[it->second].push_back(oi);
+  }
+
+  // Judged calls: unsettled ones, and the first samples_per_site findings of each key.
+  std::vector<char> judged(n, 0), keep_call(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const ApiCall& c = log.calls[i];
+    // Work it enqueued and whose record has not come (queued behind other work, however long): until it does,
+    // its enqueue time and stream are needed to read that record, so the call stays. Empty copies enqueue nothing.
+    const bool empty_copy = (c.call.api == ApiKind::Copy || c.call.api == ApiKind::Memset) && c.call.bytes == 0;
+    const bool waiting_for_work = enqueues_work(c.call.api) && c.result == 0 && !empty_copy && own_ops[i].empty();
+    const bool settled = c.end_ns < cut && !waiting_for_work;
+    if (!settled && !c.context_only) judged[i] = 1;
+  }
+  // At least one: a key's first finding is the row's example, and carried counts join that row (aggregate.cpp).
+  const size_t samples = std::max<size_t>(1, opt.samples_per_site);
+  std::map<SiteKey, size_t> kept_samples;
+  auto key_of = [&](const Finding& f) {
+    const ApiCall& c = log.calls[f.call];
+    return SiteKey{c.stack, c.name, f.rule};
+  };
+  for (const Finding& f : a.findings) {
+    size_t& kept = kept_samples[key_of(f)];
+    if (judged[f.call]) {
+      ++kept;
+    } else if (kept < samples) {
+      judged[f.call] = 1;
+      ++kept;
+    }
+  }
+
+  // Calls whose state later descriptions read (describe_calls in analyze.cpp).
+  std::unordered_map<uint64_t, size_t> open_alloc;  // stream-ordered pointer -> the allocation that made it
+  for (size_t i = 0; i < n; ++i) {
+    const ApiCall& c = log.calls[i];
+    const rules::CallDescription& d = a.described[i];
+    switch (c.call.api) {
+      case ApiKind::StreamCreate:
+      case ApiKind::StreamDestroy:
+      case ApiKind::EventCreate: keep_call[i] = 1; break;
+      case ApiKind::KernelLaunch:
+        if (d.first_launch) keep_call[i] = 1;
+        break;
+      case ApiKind::StreamOrderedAlloc: {
+        auto [it, fresh] = open_alloc.emplace(c.handle, i);
+        keep_call[i] = 1;  // until paired with its free below
+        if (!fresh) {      // allocated twice without a free in between: keep everything about this pointer
+          open_alloc.erase(it);
+        }
+        break;
+      }
+      case ApiKind::StreamOrderedFree: {
+        auto it = open_alloc.find(c.handle);
+        // An allocation and its stream-ordered free with nothing reading the pointer in between (only Free does):
+        // the set of stream-ordered pointers is the same without both.
+        if (it != open_alloc.end() && c.end_ns < cut && log.calls[it->second].end_ns < cut) {
+          keep_call[it->second] = 0;
+        } else {
+          keep_call[i] = 1;
+        }
+        if (it != open_alloc.end()) open_alloc.erase(it);
+        break;
+      }
+      case ApiKind::Free:
+        if (d.stream_ordered_pointer) {
+          keep_call[i] = 1;
+          open_alloc.erase(c.handle);  // its allocation stays (kept above)
+        }
+        break;
+      default: break;
+    }
+  }
+
+  // GPU operations a judged call (or a call still to come) reads.
+  std::vector<char> keep_op(m, 0);
+  const StreamIndex streams(log.ops);
+  std::vector<size_t> by_end, by_start;  // work ops (not Sync), as the analyzer orders them
+  for (size_t oi = 0; oi < m; ++oi) {
+    if (log.ops[oi].kind != GpuOpKind::Sync) {
+      by_end.push_back(oi);
+      by_start.push_back(oi);
+    }
+  }
+  std::stable_sort(by_end.begin(), by_end.end(), [&](size_t x, size_t y) { return log.ops[x].end_ns < log.ops[y].end_ns; });
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [&](size_t x, size_t y) { return log.ops[x].start_ns < log.ops[y].start_ns; });
+  auto keep_with_previous = [&](size_t oi) {
+    keep_op[oi] = 1;
+    const int64_t prev = streams.previous(oi);
+    if (prev >= 0) keep_op[static_cast<size_t>(prev)] = 1;
+  };
+  auto keep_ending_within = [&](uint64_t lo, uint64_t hi) {
+    auto it = std::lower_bound(by_end.begin(), by_end.end(), lo,
+                               [&](size_t oi, uint64_t t) { return log.ops[oi].end_ns < t; });
+    for (; it != by_end.end() && log.ops[*it].end_ns <= hi; ++it) keep_op[*it] = 1;
+  };
+  for (size_t oi = 0; oi < m; ++oi) {
+    if (log.ops[oi].end_ns >= cut) keep_with_previous(oi);
+  }
+  std::vector<uint64_t> judged_starts;
+  for (size_t i = 0; i < n; ++i) {
+    if (!judged[i]) continue;
+    const ApiCall& c = log.calls[i];
+    judged_starts.push_back(c.start_ns);
+    for (size_t oi : own_ops[i]) keep_with_previous(oi);
+    // attribute(): ops ending while it held the host or within the release window after; behind_op is the
+    // previous op of one of those, in its stream.
+    const uint64_t hi = c.end_ns + ao.release_window_ns;
+    auto first = std::lower_bound(by_end.begin(), by_end.end(), c.start_ns,
+                                  [&](size_t oi, uint64_t t) { return log.ops[oi].end_ns < t; });
+    for (auto it = first; it != by_end.end() && log.ops[*it].end_ns <= hi; ++it) keep_with_previous(*it);
+    // judge_legacy_stream(): around its first own work op.
+    if (a.predicted[i].gpu != rules::GpuEffect::SerializesWithBlockingStreams) continue;
+    int64_t li = kNone;
+    for (size_t oi : own_ops[i]) {
+      if (log.ops[oi].kind != GpuOpKind::Sync) {
+        li = static_cast<int64_t>(oi);
+        break;
+      }
+    }
+    if (li < 0) continue;
+    const GpuOp& legacy = log.ops[static_cast<size_t>(li)];
+    const uint64_t lo = legacy.start_ns > ao.gpu_gap_ns ? legacy.start_ns - ao.gpu_gap_ns : 0;
+    keep_ending_within(std::min(lo, c.end_ns), legacy.start_ns);  // delay in, and what held it back
+    auto y = std::lower_bound(by_start.begin(), by_start.end(), legacy.end_ns,
+                              [&](size_t oi, uint64_t t) { return log.ops[oi].start_ns < t; });
+    for (; y != by_start.end() && log.ops[*y].start_ns <= legacy.end_ns + ao.gpu_gap_ns; ++y) keep_with_previous(*y);
+  }
+  // blocking_streams_pending: ops in flight (enqueued, not finished) when a judged call started.
+  std::sort(judged_starts.begin(), judged_starts.end());
+  for (size_t oi = 0; oi < m; ++oi) {
+    if (producer[oi] < 0 || keep_op[oi]) continue;
+    const uint64_t enqueued = log.calls[static_cast<size_t>(producer[oi])].end_ns;
+    auto s = std::lower_bound(judged_starts.begin(), judged_starts.end(), enqueued);
+    if (s != judged_starts.end() && *s < log.ops[oi].end_ns) keep_op[oi] = 1;
+  }
+  // Call sites skip kernel frames by the kernel names seen (report/symbolize.cpp): one op per name is enough.
+  std::unordered_set<std::string> kernel_names;
+  for (size_t oi = 0; oi < m; ++oi) {
+    const GpuOp& op = log.ops[oi];
+    if (op.kind == GpuOpKind::Kernel && !op.name.empty() && kernel_names.insert(op.name).second) keep_op[oi] = 1;
+  }
+  // An op that stays keeps the call that enqueued it: its enqueue time and stream kind are read.
+  for (size_t oi = 0; oi < m; ++oi) {
+    if (keep_op[oi] && producer[oi] >= 0) keep_call[static_cast<size_t>(producer[oi])] = 1;
+  }
+  for (size_t i = 0; i < n; ++i) keep_call[i] = keep_call[i] || judged[i];
+
+  // The smaller log.
+  EventLog small;
+  small.run = log.run;
+  small.api_names = log.api_names;
+  small.marks = log.marks;
+  small.modules = log.modules;
+  small.stacks = log.stacks;
+  small.symbols = log.symbols;
+  small.carried = log.carried;
+  std::vector<int64_t> call_map(n, kNone), op_map(m, kNone);
+  for (size_t i = 0; i < n; ++i) {
+    if (!keep_call[i]) continue;
+    call_map[i] = static_cast<int64_t>(small.calls.size());
+    small.calls.push_back(log.calls[i]);
+    small.calls.back().context_only = !judged[i];
+  }
+  for (size_t oi = 0; oi < m; ++oi) {
+    if (!keep_op[oi]) continue;
+    op_map[oi] = static_cast<int64_t>(small.ops.size());
+    small.ops.push_back(log.ops[oi]);
+  }
+  if (small.calls.size() == n && small.ops.size() == m) {
+    // Nothing dropped; flags may still change (calls no longer judged), which would only move counts around.
+    return false;
+  }
+
+  // Check: every judged call is described and judged exactly as before.
+  const Analysis b = analyze(small, ao);
+  for (size_t i = 0; i < n; ++i) {
+    if (judged[i] && !(a.described[i] == b.described[static_cast<size_t>(call_map[i])])) return false;
+  }
+  size_t fb = 0;
+  Carried carried = log.carried;
+  std::map<SiteKey, size_t> site_index;
+  for (size_t k = 0; k < carried.findings.size(); ++k) {
+    const CarriedSite& s = carried.findings[k];
+    site_index[{s.stack, s.name, s.rule}] = k;
+  }
+  for (const Finding& f : a.findings) {
+    if (judged[f.call]) {
+      if (fb >= b.findings.size() || !same_finding(f, b.findings[fb], call_map, op_map)) return false;
+      ++fb;
+      continue;
+    }
+    const ApiCall& c = log.calls[f.call];
+    const SiteKey key = key_of(f);
+    auto [it, fresh] = site_index.try_emplace(key, carried.findings.size());
+    if (fresh) carried.findings.push_back({c.stack, c.name, f.rule, 0, 0, 0, 0});
+    CarriedSite& s = carried.findings[it->second];
+    const uint64_t t = f.rule == rules::RuleId::LegacyStreamSerialization ? f.gpu_delay_ns : f.held_ns;
+    ++s.count;
+    s.total_ns += t;
+    s.max_ns = std::max(s.max_ns, t);
+    s.bytes += c.call.bytes;
+  }
+  if (fb != b.findings.size()) return false;
+  // Counts: what the judged calls contribute now is b's less what was carried before; the rest of a's is carried.
+  for (const auto& [rule, count] : b.not_observed) {
+    const uint64_t before = log.carried.not_observed.count(rule) ? log.carried.not_observed.at(rule) : 0;
+    const uint64_t total = a.not_observed.count(rule) ? a.not_observed.at(rule) : 0;
+    if (count < before || count - before > total) return false;
+  }
+  carried.not_observed.clear();
+  for (const auto& [rule, total] : a.not_observed) {
+    const uint64_t now = b.not_observed.count(rule) ? b.not_observed.at(rule) : 0;
+    const uint64_t before = log.carried.not_observed.count(rule) ? log.carried.not_observed.at(rule) : 0;
+    if (now < before || now - before > total) return false;
+    if (total - (now - before) > 0) carried.not_observed[rule] = total - (now - before);
+  }
+  const uint64_t ctx_now = b.context_creation_ns - log.carried.context_creation_ns;
+  const uint64_t kd_now = b.kind_disagreements - log.carried.kind_disagreements;
+  if (ctx_now > a.context_creation_ns || kd_now > a.kind_disagreements) return false;
+  carried.context_creation_ns = a.context_creation_ns - ctx_now;
+  carried.kind_disagreements = a.kind_disagreements - kd_now;
+  carried.calls += n - small.calls.size();
+  carried.ops += m - small.ops.size();
+  small.carried = std::move(carried);
+  if (stats) *stats = {n, small.calls.size(), m, small.ops.size()};
+  log = std::move(small);
+  return true;
+}
+
+}  // namespace asynccheck

@@ -1,0 +1,317 @@
+// Compaction (analysis/compact.h): the smaller log reports exactly what the whole log does, on every committed
+// recording at many horizons, and its size does not grow with the number of ordinary calls or repeated findings.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/compact.h"
+#include "analysis/recording.h"
+#include "report/report.h"
+
+namespace asynccheck {
+namespace {
+
+namespace fs = std::filesystem;
+using rules::ApiKind;
+using rules::MemoryKind;
+using rules::RuleId;
+
+constexpr uint64_t kUs = 1'000;
+constexpr uint64_t kMs = 1'000'000;
+
+AnalysisOptions options_for(const EventLog& log) {
+  AnalysisOptions ao;
+  if (log.run.threshold_ns) ao.threshold_ns = log.run.threshold_ns;
+  return ao;
+}
+
+std::string json_of(const EventLog& log) {
+  const Analysis a = analyze(log, options_for(log));
+  const report::ReportData data = report::make_report(log, a);
+  std::ostringstream out;
+  report::write_json(out, data);
+  return out.str();
+}
+
+CompactOptions compact_options(const EventLog& log, uint64_t margin_ns) {
+  CompactOptions o;
+  o.analysis = options_for(log);
+  o.margin_ns = margin_ns;
+  return o;
+}
+
+std::pair<uint64_t, uint64_t> span_of(const EventLog& log) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const ApiCall& c : log.calls) lo = std::min(lo, c.start_ns), hi = std::max(hi, c.end_ns);
+  for (const GpuOp& o : log.ops) lo = std::min(lo, o.start_ns), hi = std::max(hi, o.end_ns);
+  return {lo, hi};
+}
+
+TEST(Compact, EveryRecordingReportsTheSameAtEveryHorizon) {
+  size_t recordings = 0, shrunk = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(ASYNCCHECK_SOURCE_DIR) / "tests/fixtures/recordings")) {
+    if (entry.path().extension() != ".rec") continue;
+    std::ifstream in(entry.path());
+    EventLog original;
+    std::string error;
+    ASSERT_TRUE(read_recording(in, original, error)) << entry.path() << ": " << error;
+    ++recordings;
+    const std::string expected = json_of(original);
+    const auto [lo, hi] = span_of(original);
+    // Recordings are short: small margins make the horizons cut through the run.
+    for (uint64_t margin : {uint64_t{200 * kUs}, uint64_t{5 * kMs}, CompactOptions{}.margin_ns, uint64_t{2'000'000'000}}) {
+      EventLog repeated = original;
+      for (int k = 1; k <= 11; ++k) {
+        const uint64_t horizon = lo + (hi - lo) / 10 * static_cast<uint64_t>(k) + margin;
+        EventLog once = original;
+        CompactStats st;
+        if (compact(once, horizon, compact_options(original, margin), &st)) ++shrunk;
+        EXPECT_EQ(json_of(once), expected) << entry.path() << " margin " << margin << " horizon " << k << "/10";
+        compact(repeated, horizon, compact_options(original, margin));
+        EXPECT_EQ(json_of(repeated), expected) << entry.path() << " margin " << margin << " repeated to " << k << "/10";
+      }
+    }
+  }
+  EXPECT_GT(recordings, 5u);
+  EXPECT_GT(shrunk, recordings);  // compaction did drop events, not merely agree by doing nothing
+}
+
+struct Builder {
+  EventLog log;
+  uint64_t next_corr = 1;
+  Builder() {
+    log.api_names = {"cudaLaunchKernel", "cudaMemcpy", "api"};
+    log.stacks = {Stack{{0x1000}, {}}, Stack{{0x2000}, {}}};
+  }
+  ApiCall& call(ApiKind api, uint64_t start, uint64_t end, uint64_t stream = 0) {
+    ApiCall c;
+    c.correlation_id = next_corr++;
+    c.start_ns = start;
+    c.end_ns = end;
+    c.call.api = api;
+    c.stream = stream;
+    c.name = 2;
+    log.calls.push_back(c);
+    return log.calls.back();
+  }
+  void op(GpuOpKind kind, uint64_t corr, uint64_t start, uint64_t end, uint32_t stream, uint8_t src = 0, uint8_t dst = 0) {
+    GpuOp o;
+    o.kind = kind;
+    o.correlation_id = corr;
+    o.start_ns = start;
+    o.end_ns = end;
+    o.stream_id = stream;
+    o.src_kind = src;
+    o.dst_kind = dst;
+    o.name = kind == GpuOpKind::Kernel ? "_Z6kernelv" : "";
+    log.ops.push_back(o);
+  }
+  // An ordinary launch on a non-blocking stream, its kernel running right away.
+  uint64_t launch(uint64_t t, uint64_t stream = 0x7000, uint64_t function = 1) {
+    ApiCall& c = call(ApiKind::KernelLaunch, t, t + 3 * kUs, stream);
+    c.function = function;
+    c.name = 0;
+    const uint64_t corr = c.correlation_id;
+    op(GpuOpKind::Kernel, corr, t + 4 * kUs, t + 8 * kUs, 13);
+    return corr;
+  }
+  // A synchronous pageable device-to-host copy that held the host `held` ns, released by its own work.
+  void blocking_copy(uint64_t t, uint64_t held, uint32_t stack = 1, uint64_t bytes = 1 << 20) {
+    ApiCall& c = call(ApiKind::Copy, t, t + held);
+    c.call.direction = rules::CopyDirection::DeviceToHost;
+    c.call.src = MemoryKind::Device;
+    c.call.dst = MemoryKind::Pageable;
+    c.call.bytes = bytes;
+    c.stack = stack;
+    c.name = 1;
+    const uint64_t corr = c.correlation_id;
+    op(GpuOpKind::Memcpy, corr, t + 2 * kUs, t + held - 2 * kUs, 14, 3, 1);
+  }
+};
+
+Builder ordinary_run(size_t launches) {
+  Builder b;
+  ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
+  s.handle = 0x7000;
+  s.flags = 1;  // non-blocking
+  uint64_t t = 100 * kUs;
+  for (size_t i = 0; i < launches; ++i, t += 10 * kUs) {
+    b.launch(t);
+    if (i % (launches / 4) == 0) b.blocking_copy(t += 10 * kUs, 300 * kUs), t += 300 * kUs;
+  }
+  return b;
+}
+
+TEST(Compact, OrdinaryCallsDoNotGrowTheLog) {
+  size_t sizes[2] = {};
+  size_t n = 0;
+  for (size_t launches : {10'000u, 100'000u}) {
+    Builder b = ordinary_run(launches);
+    const std::string expected = json_of(b.log);
+    const uint64_t end = span_of(b.log).second;
+    CompactOptions o = compact_options(b.log, 2 * kMs);
+    // Compacted as the run goes (every 10%), then once the run is over.
+    for (int k = 1; k <= 10; ++k) compact(b.log, end / 10 * static_cast<uint64_t>(k), o);
+    ASSERT_TRUE(compact(b.log, end + o.margin_ns + 1, o));
+    EXPECT_EQ(json_of(b.log), expected);
+    sizes[n++] = b.log.calls.size() + b.log.ops.size();
+    EXPECT_LT(b.log.calls.size(), 40u) << launches;  // the creator, the copies, the first launch, the last work
+    EXPECT_EQ(b.log.carried.calls + b.log.calls.size(), launches + 5);
+  }
+  EXPECT_EQ(sizes[0], sizes[1]);
+}
+
+TEST(Compact, RepeatedFindingsKeepSamplesAndExactTotals) {
+  Builder b;
+  uint64_t t = 0, total = 0, max = 0;
+  for (size_t i = 0; i < 10'000; ++i) {
+    const uint64_t held = 200 * kUs + (i % 7) * kUs + (i == 5000 ? 900 * kUs : 0);
+    b.blocking_copy(t, held);
+    total += held;
+    max = std::max(max, held);
+    t += held + 50 * kUs;
+  }
+  b.blocking_copy(t, 250 * kUs, 2);  // another site (another API: unresolved stacks group per API)
+  b.log.calls.back().name = 2;
+  const Analysis before = analyze(b.log, AnalysisOptions{});
+  const report::ReportData full = report::make_report(b.log, before);
+  uint64_t first_start[2] = {};
+  for (size_t r = 0; r < 2 && r < full.rows.size(); ++r) first_start[r] = b.log.calls[before.findings[full.rows[r].example].call].start_ns;
+  CompactOptions o = compact_options(b.log, 2 * kMs);
+  ASSERT_TRUE(compact(b.log, t / 2, o));  // part of the run
+  ASSERT_TRUE(compact(b.log, t + 4 * kMs, o));  // all of it
+  // The samples, the other site's copy, and the calls whose work the last samples' evidence names.
+  EXPECT_LE(b.log.calls.size(), o.samples_per_site + 4);
+  const Analysis after = analyze(b.log, AnalysisOptions{});
+  const report::ReportData small = report::make_report(b.log, after);
+  ASSERT_EQ(small.rows.size(), 2u);
+  ASSERT_EQ(full.rows.size(), 2u);
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(small.rows[r].count, full.rows[r].count);
+    EXPECT_EQ(small.rows[r].total_ns, full.rows[r].total_ns);
+    EXPECT_EQ(small.rows[r].max_ns, full.rows[r].max_ns);
+    EXPECT_EQ(small.rows[r].bytes, full.rows[r].bytes);
+    EXPECT_EQ(small.rows[r].fingerprint, full.rows[r].fingerprint);
+    // The example shown is the site's first finding.
+    EXPECT_EQ(b.log.calls[after.findings[small.rows[r].example].call].start_ns, first_start[r]);
+  }
+  EXPECT_EQ(full.rows[0].count, 10'000u);
+  EXPECT_EQ(full.rows[0].total_ns, total);
+  EXPECT_EQ(full.rows[0].max_ns, max);
+  EXPECT_EQ(after.calls_watched, 10'001u);
+  EXPECT_EQ(after.findings.front().held_ns, 200 * kUs);  // the first copy, kept as the example
+}
+
+// State that later calls' descriptions read survives the compaction of the calls that made it.
+TEST(Compact, CreatorsSurviveForLaterDescriptions) {
+  Builder b;
+  ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
+  s.handle = 0x7000;
+  s.flags = 1;  // non-blocking: dropping it would make later launches on 0x7000 "unknown", i.e. blocking
+  ApiCall& e = b.call(ApiKind::EventCreate, 20 * kUs, 30 * kUs);
+  e.handle = 0xe1;
+  e.flags = 1;  // blocking sync
+  ApiCall& m = b.call(ApiKind::StreamOrderedAlloc, 40 * kUs, 50 * kUs, 0x7000);
+  m.handle = 0xa1;
+  ApiCall& m2 = b.call(ApiKind::StreamOrderedAlloc, 60 * kUs, 70 * kUs, 0x7000);
+  m2.handle = 0xa2;
+  ApiCall& f2 = b.call(ApiKind::StreamOrderedFree, 80 * kUs, 90 * kUs, 0x7000);
+  f2.handle = 0xa2;  // paired with its allocation: both may go
+  b.launch(100 * kUs, 0x7000, 5);
+  for (uint64_t i = 0; i < 1000; ++i) b.launch(200 * kUs + i * 10 * kUs, 0x7000, 6);
+  const uint64_t late = 100 * kMs;
+  const size_t later = b.log.calls.size();
+  b.launch(late, 0x7000, 5);  // not the first launch of function 5
+  ApiCall& sync = b.call(ApiKind::EventSynchronize, late + 10 * kUs, late + 20 * kUs);
+  sync.handle = 0xe1;
+  ApiCall& free1 = b.call(ApiKind::Free, late + 30 * kUs, late + 40 * kUs);
+  free1.handle = 0xa1;  // stream-ordered pointer
+  ApiCall& free2 = b.call(ApiKind::Free, late + 50 * kUs, late + 60 * kUs);
+  free2.handle = 0xa2;  // freed with cudaFreeAsync already: an ordinary cudaFree
+  const Analysis before = analyze(b.log, AnalysisOptions{});
+  const std::string expected = json_of(b.log);
+  EXPECT_EQ(before.described[later].stream, rules::StreamKind::NonBlocking);
+  EXPECT_FALSE(before.described[later].first_launch);
+  EXPECT_EQ(before.described[later + 1].wait_mode, rules::WaitMode::BlockingSync);
+  EXPECT_TRUE(before.described[later + 2].stream_ordered_pointer);
+  EXPECT_FALSE(before.described[later + 3].stream_ordered_pointer);
+
+  CompactStats st;
+  ASSERT_TRUE(compact(b.log, 50 * kMs, compact_options(b.log, 2 * kMs), &st));
+  EXPECT_LT(st.calls_after, 20u);
+  EXPECT_EQ(json_of(b.log), expected);
+  const Analysis after = analyze(b.log, AnalysisOptions{});
+  const size_t n = b.log.calls.size();
+  ASSERT_GE(n, 4u);
+  EXPECT_EQ(after.described[n - 4], before.described[later]);
+  EXPECT_EQ(after.described[n - 3], before.described[later + 1]);
+  EXPECT_EQ(after.described[n - 2], before.described[later + 2]);
+  EXPECT_EQ(after.described[n - 1], before.described[later + 3]);
+  // The paired stream-ordered allocation and free went; the unpaired allocation and both creators stayed.
+  auto kept = [&](ApiKind api, uint64_t handle) {
+    return std::any_of(b.log.calls.begin(), b.log.calls.end(),
+                       [&](const ApiCall& c) { return c.call.api == api && c.handle == handle; });
+  };
+  EXPECT_TRUE(kept(ApiKind::StreamCreate, 0x7000));
+  EXPECT_TRUE(kept(ApiKind::EventCreate, 0xe1));
+  EXPECT_TRUE(kept(ApiKind::StreamOrderedAlloc, 0xa1));
+  EXPECT_FALSE(kept(ApiKind::StreamOrderedAlloc, 0xa2));
+  EXPECT_FALSE(kept(ApiKind::StreamOrderedFree, 0xa2));
+}
+
+// A launch whose kernel is queued behind long work has no activity record yet when it is compacted: it stays,
+// so that the record, when it comes, is still read as its work (enqueue time, stream kind).
+TEST(Compact, CallsWaitingForTheirWorkStay) {
+  Builder b;
+  ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
+  s.handle = 0x7000;
+  s.flags = 1;
+  for (uint64_t i = 0; i < 1000; ++i) b.launch(100 * kUs + i * 10 * kUs, 0x7000, 1);
+  const uint64_t queued = b.launch(20 * kMs, 0x7000, 2);
+  GpuOp late = b.log.ops.back();
+  late.start_ns = 900 * kMs;
+  late.end_ns = 950 * kMs;
+  b.log.ops.pop_back();
+  b.blocking_copy(960 * kMs, 300 * kUs);
+  EventLog full = b.log;
+  full.ops.push_back(late);
+  const std::string expected = json_of(full);
+  ASSERT_TRUE(compact(b.log, 500 * kMs, compact_options(b.log, 50 * kMs)));
+  EXPECT_TRUE(std::any_of(b.log.calls.begin(), b.log.calls.end(),
+                          [&](const ApiCall& c) { return c.correlation_id == queued && !c.context_only; }));
+  b.log.ops.push_back(late);  // the record arrives
+  EXPECT_EQ(json_of(b.log), expected);
+}
+
+// Legacy-stream serialization found after the cut still sees the stream kinds and the earlier work it measures.
+TEST(Compact, LegacyStreamFindingsSurvive) {
+  Builder b;
+  ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
+  s.handle = 0x7000;  // blocking
+  for (uint64_t i = 0; i < 1000; ++i) b.launch(100 * kUs + i * 10 * kUs, 0x7000, 1);
+  const uint64_t t = 100 * kMs;
+  const uint64_t k1 = b.launch(t, 0x7000, 1);
+  b.log.ops.back().end_ns = t + 20 * kMs;
+  ApiCall& c2 = b.call(ApiKind::KernelLaunch, t + 7 * kUs, t + 12 * kUs, 0);
+  c2.function = 2;
+  c2.stack = 1;
+  b.op(GpuOpKind::Kernel, c2.correlation_id, t + 20 * kMs + 3 * kUs, t + 40 * kMs, 7);
+  const uint64_t k3 = b.launch(t + 13 * kUs, 0x7000, 3);
+  b.log.ops.back().start_ns = t + 40 * kMs + 3 * kUs;
+  b.log.ops.back().end_ns = t + 60 * kMs;
+  (void)k1;
+  (void)k3;
+  const std::string expected = json_of(b.log);
+  ASSERT_NE(expected.find("legacy"), std::string::npos);
+  for (uint64_t h : {50 * kMs, 101 * kMs, 130 * kMs, 200 * kMs}) {
+    EventLog copy = b.log;
+    compact(copy, h, compact_options(copy, 2 * kMs));
+    EXPECT_EQ(json_of(copy), expected) << h;
+  }
+}
+
+}  // namespace
+}  // namespace asynccheck

@@ -51,6 +51,10 @@ bool subscribe(const Sink& sink, std::string& error) {
   params.oldSubscriberName = holder;
   params.oldSubscriberSize = sizeof holder;
   CUptiResult r = cuptiSubscribe_v2(&g_subscriber, on_callback, nullptr, &params);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && std::strstr(holder, kSubscriberName) != nullptr) {
+    error = kHeldByUs;  // CUPTI names it "CUPTI for asynccheck"
+    return false;
+  }
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     error = std::string("CUPTI is already in use by ") +
             (holder[0] && std::strcmp(holder, "<not provided>") != 0 ? holder

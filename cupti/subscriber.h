@@ -24,7 +24,7 @@ struct Sink {
 // The name we subscribe under, which CUPTI tells the next would-be subscriber: a second copy of asynccheck in the
 // same process recognizes the first by it.
 inline constexpr const char* kSubscriberName = "asynccheck";
-inline constexpr const char* kHeldByUs = "CUPTI is already in use by asynccheck ";
+inline constexpr const char* kHeldByUs = "CUPTI is already in use by another copy of asynccheck";
 
 bool subscribe(const Sink& sink, std::string& error);
 

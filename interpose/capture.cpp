@@ -1,9 +1,17 @@
 #include "interpose/capture.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <vector>
+
+#include "analysis/compact.h"
 
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
@@ -29,6 +37,9 @@ struct ThreadLog {
   // Watched calls this thread has entered and not yet left, for finish(): a call in flight when another thread
   // ends the process is missing from the report. Written only by its own thread (a store, no read-modify-write).
   std::atomic<uint32_t> open{0};
+  // When the outermost call in flight on this thread started (0: none), for the compaction's horizon: a call
+  // still open may need GPU work and calls around its start. Cleared only after the call is in `calls`.
+  std::atomic<uint64_t> open_since{0};
 };
 
 struct Global {
@@ -41,7 +52,21 @@ struct Global {
   std::vector<ThreadLog*> threads;
   std::vector<Mark> marks;
   HostRanges ranges;
+  // Compaction (bounded memory, analysis/compact.h): a thread of ours moves what the application threads captured
+  // into `central` every kCompactInterval and compacts it. Off when every event must be kept (save, trace).
+  bool compact = false;
+  rules::Environment env;
+  std::mutex central_mu;  // the compaction thread vs finish()
+  EventLog central;
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stop = false;     // guarded by stop_mu
+  bool stopped = false;  // the compaction thread has left its loop; guarded by stop_mu
 };
+
+// Short enough that what accumulates between two rounds stays small (a launch-bound loop makes ~0.5M calls a
+// second), long enough that the rounds' own cost stays off the profile.
+constexpr auto kCompactInterval = std::chrono::milliseconds(200);
 
 Global& global() {
   static Global* g = new Global;  // never destroyed: CUPTI may call back while the process exits
@@ -137,14 +162,24 @@ void on_enter(const cupti::ApiSpec& spec, const void*, uint64_t* slot, uint32_t 
     t_nested_driver_corr = 0;
   }
   *slot = cupti::timestamp();
-  thread_log().open.store(++t_open, std::memory_order_relaxed);
+  ThreadLog& log = thread_log();
+  if (t_open == 0) log.open_since.store(*slot, std::memory_order_relaxed);
+  log.open.store(++t_open, std::memory_order_relaxed);
 }
+
+// Clears the thread's open_since when its outermost call is done, after the call is in its log (or dropped).
+struct OpenSinceReset {
+  ~OpenSinceReset() {
+    if (t_log != nullptr && t_open == 0) t_log->open_since.store(0, std::memory_order_release);
+  }
+};
 
 void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uint32_t correlation_id, int32_t result) {
   Global& g = global();
   if (spec.domain == Domain::Driver && t_runtime_depth > 0) return;
   if (spec.domain == Domain::Runtime && t_runtime_depth > 0) --t_runtime_depth;
   if (*slot == 0) return;  // its entry was not recorded
+  OpenSinceReset reset_open_since;
   // Counted down even after finish(): the count is what says whether a call was in flight.
   if (t_log != nullptr && t_open > 0) t_log->open.store(--t_open, std::memory_order_relaxed);
   if (!g.active.load(std::memory_order_relaxed)) return;
@@ -186,7 +221,83 @@ void on_mark(MarkKind kind) {
   g.marks.push_back(m);
 }
 
+// One round: move what every thread captured, and the GPU work decoded so far, into `central`, then compact it
+// up to the horizon: now, or the start of the oldest call still in flight on any thread.
+void compact_round(Global& g) {
+  const uint64_t now = cupti::timestamp();
+  cupti::flush_activity();
+  std::vector<GpuOp> ops = cupti::take_ops();
+  std::vector<ApiCall> calls;
+  std::vector<ThreadLog*> threads;
+  std::vector<Mark> marks;
+  {
+    std::lock_guard lock(g.mu);
+    threads = g.threads;
+    marks = g.marks;
+  }
+  uint64_t horizon = now;
+  for (ThreadLog* t : threads) {
+    // The thread waits on its lock while we hold it: only swap buffers here (the fresh one with the capacity one
+    // interval needed, so the thread does not reallocate as it appends); copy outside.
+    std::vector<ApiCall> taken, fresh;
+    fresh.reserve(4096);
+    {
+      std::lock_guard lock(t->mu);
+      if (fresh.capacity() < t->calls.size()) fresh.reserve(t->calls.size());
+      taken.swap(t->calls);
+      t->calls.swap(fresh);
+      // Read under the lock: a call open now is not in `taken` and bounds the horizon; a call that starts after
+      // this read starts after `now`.
+      const uint64_t since = t->open_since.load(std::memory_order_acquire);
+      if (since != 0 && since < horizon) horizon = since;
+    }
+    calls.insert(calls.end(), taken.begin(), taken.end());
+  }
+  std::lock_guard lock(g.central_mu);
+  EventLog& c = g.central;
+  c.calls.insert(c.calls.end(), calls.begin(), calls.end());
+  c.ops.insert(c.ops.end(), ops.begin(), ops.end());
+  std::stable_sort(c.calls.begin(), c.calls.end(), [](const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(c.ops.begin(), c.ops.end(), [](const GpuOp& a, const GpuOp& b) { return a.start_ns < b.start_ns; });
+  c.marks = std::move(marks);
+  c.run.threshold_ns = g.threshold_ns;
+  c.run.env = g.env;
+  CompactOptions options;
+  options.analysis.threshold_ns = g.threshold_ns;
+  compact(c, horizon, options);  // false: nothing to drop yet, or the check refused (the log stays whole)
+}
+
+void compaction_loop() {
+  Global& g = global();
+  std::unique_lock lock(g.stop_mu);
+  while (!g.stop) {
+    if (g.stop_cv.wait_for(lock, kCompactInterval, [&] { return g.stop; })) break;
+    lock.unlock();
+    compact_round(g);
+    lock.lock();
+  }
+  g.stopped = true;
+  g.stop_cv.notify_all();
+}
+
+// Stops the compaction thread, waiting for a round in progress at most `deadline`. False if it did not stop (it
+// may be stuck behind a thread that a signal stopped inside CUDA): `central` must then not be read.
+bool stop_compaction(std::chrono::milliseconds deadline) {
+  Global& g = global();
+  if (!g.compact) return true;
+  std::unique_lock lock(g.stop_mu);
+  g.stop = true;
+  g.stop_cv.notify_all();
+  return g.stop_cv.wait_for(lock, deadline, [&] { return g.stopped; });
+}
+
 }  // namespace
+
+void set_compaction(bool on, const rules::Environment& env) {
+  Global& g = global();
+  g.compact = on;
+  g.env = env;
+}
 
 bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, void (*on_first_call)(), std::string& error) {
   Global& g = global();
@@ -198,6 +309,14 @@ bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, void (*on_first_
   if (!cupti::subscribe(sink, error)) return false;
   if (!cupti::enable_activity(activity_buffer_bytes, error)) return false;
   g.active.store(true, std::memory_order_release);
+  if (g.compact) {
+    // With every signal blocked: the program's signals must reach its own threads, not ours.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    std::thread(compaction_loop).detach();  // detached: finish() waits for it with a deadline, never joins
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
   return true;
 }
 
@@ -210,12 +329,20 @@ EventLog finish() {
   EventLog log;
   if (g.finished.exchange(true)) return log;  // callable once
   g.active.store(false, std::memory_order_release);
+  bool complete = true;
+  // What the compaction thread gathered so far comes first; if it cannot be stopped in time, its part is left out.
+  if (stop_compaction(std::chrono::milliseconds(2000)) && lock_within(g.central_mu)) {
+    std::lock_guard lock(g.central_mu, std::adopt_lock);
+    log = std::move(g.central);
+  } else if (g.compact) {
+    complete = false;
+  }
   cupti::stop_callbacks();
   cupti::flush_activity();
-  log.ops = cupti::take_ops();
+  std::vector<GpuOp> ops = cupti::take_ops();
+  log.ops.insert(log.ops.end(), ops.begin(), ops.end());
   log.run.gpu = cupti::device_name();
   log.run.dropped_records = cupti::dropped_records();
-  bool complete = true;
   std::vector<ThreadLog*> threads;
   if (lock_within(g.mu)) {
     std::lock_guard lock(g.mu, std::adopt_lock);
@@ -235,7 +362,8 @@ EventLog finish() {
   }
   std::stable_sort(log.calls.begin(), log.calls.end(),
                    [](const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; });
-  std::sort(log.ops.begin(), log.ops.end(), [](const GpuOp& a, const GpuOp& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(log.ops.begin(), log.ops.end(), [](const GpuOp& a, const GpuOp& b) { return a.start_ns < b.start_ns; });
+  log.api_names.clear();
   for (const cupti::ApiSpec& spec : cupti::watched_apis()) log.api_names.emplace_back(spec.name);
   log.stacks = interned_stacks();
   for (ApiCall& c : log.calls) {

@@ -10,6 +10,10 @@
 
 namespace asynccheck::capture {
 
+// Before start(): whether to compact the captured events as the run goes (analysis/compact.h; bounded memory),
+// and the environment the analysis describes calls with. Off, every event is kept until finish().
+void set_compaction(bool on, const rules::Environment& env);
+
 // Subscribes to CUPTI and starts recording. On failure returns false with a one-line reason.
 // `on_first_call` runs once, on the first watched call (after the CUDA runtime registered its own exit
 // handlers, so an atexit handler registered there runs before the runtime tears down).

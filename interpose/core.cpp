@@ -466,6 +466,10 @@ void start(Origin) {
   // Exit handlers run in reverse order of registration. The one registered at the first watched call runs
   // before the CUDA runtime's own teardown (registered during that call); the one registered now is the fallback
   // for a program that never finishes a watched call. The report is written once.
+  // Compaction drops events that a saved recording or a trace would need: only without them.
+  OutputFiles files;
+  output_files(*g_options, files, error);  // validated with the options
+  capture::set_compaction(g_options->compact && g_options->save.empty() && files.trace.empty(), g_run->env);
   if (!capture::start(g_options->threshold, g_options->activity_buffer_kb * 1024,
                       [] { std::atexit(report_at_exit); }, error)) {
     if (error.rfind(cupti::kHeldByUs, 0) == 0) {

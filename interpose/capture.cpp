@@ -237,8 +237,9 @@ void compact_round(Global& g) {
   }
   uint64_t horizon = now;
   for (ThreadLog* t : threads) {
-    // The thread waits on its lock while we hold it: only swap buffers here (the fresh one with the capacity one
-    // interval needed, so the thread does not reallocate as it appends); copy outside.
+    // The thread waits on its lock while we hold it: only swap buffers here (and at most one allocation, so that
+    // the fresh buffer has the capacity one interval needed and the thread does not reallocate as it appends);
+    // the copy happens outside.
     std::vector<ApiCall> taken, fresh;
     fresh.reserve(4096);
     {

@@ -72,15 +72,9 @@ std::string check_fingerprint(std::string_view line) {
 // `fingerprint_out` is set to the fingerprint the line holds, if any.
 std::string check_line(std::string_view raw, size_t number, std::string_view& fingerprint_out) {
   fingerprint_out = {};
-  if (number > kMaxBaselineLines) {
-    return "more than " + std::to_string(kMaxBaselineLines) + " lines (valid: at most " +
-           std::to_string(kMaxBaselineLines) + ")";
+  if (std::string bad = check_line_bounds(raw, number, kMaxBaselineLines, kMaxBaselineLineLength); !bad.empty()) {
+    return bad;
   }
-  if (raw.size() > kMaxBaselineLineLength) {
-    return "line is " + std::to_string(raw.size()) + " bytes long (valid: at most " +
-           std::to_string(kMaxBaselineLineLength) + ")";
-  }
-  if (std::string bad = invalid_bytes(raw); !bad.empty()) return bad;
   const std::string_view line = trim_line(raw);
   if (number == 1) {
     if (line == kBaselineHeader) return {};

@@ -142,15 +142,9 @@ std::string parse_line(std::string_view line, SuppressionUse& use) {
 // Checks the bounds and bytes of line `number`, then parses it; "" or what is wrong with it.
 std::string check_and_parse(std::string_view raw, size_t number, SuppressionUse& use, bool& has_use) {
   has_use = false;
-  if (number > kMaxSuppressionLines) {
-    return "more than " + std::to_string(kMaxSuppressionLines) + " lines (valid: at most " +
-           std::to_string(kMaxSuppressionLines) + ")";
+  if (std::string bad = check_line_bounds(raw, number, kMaxSuppressionLines, kMaxSuppressionLineLength); !bad.empty()) {
+    return bad;
   }
-  if (raw.size() > kMaxSuppressionLineLength) {
-    return "line is " + std::to_string(raw.size()) + " bytes long (valid: at most " +
-           std::to_string(kMaxSuppressionLineLength) + ")";
-  }
-  if (std::string bad = invalid_bytes(raw); !bad.empty()) return bad;
   const std::string_view line = trim_line(strip_comment(raw));
   if (line.empty()) return {};
   has_use = true;
@@ -183,6 +177,16 @@ std::string_view trim_line(std::string_view line) {
   if (first == std::string_view::npos) return {};
   const size_t last = line.find_last_not_of(" \t\r");
   return line.substr(first, last - first + 1);
+}
+
+std::string check_line_bounds(std::string_view raw, size_t number, size_t max_lines, size_t max_length) {
+  if (number > max_lines) {
+    return "more than " + std::to_string(max_lines) + " lines (valid: at most " + std::to_string(max_lines) + ")";
+  }
+  if (raw.size() > max_length) {
+    return "line is " + std::to_string(raw.size()) + " bytes long (valid: at most " + std::to_string(max_length) + ")";
+  }
+  return invalid_bytes(raw);
 }
 
 std::string invalid_bytes(std::string_view line) {

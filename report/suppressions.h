@@ -64,6 +64,10 @@ std::string_view trim_line(std::string_view line);
 // control characters other than tab are rejected (a trailing '\r' is allowed); bytes >= 0x80 pass (UTF-8 paths).
 std::string invalid_bytes(std::string_view line);
 
+// What is wrong with line `number` of a line-based input file before it is parsed: more than `max_lines` lines,
+// longer than `max_length` bytes, or invalid bytes (invalid_bytes); "" if nothing.
+std::string check_line_bounds(std::string_view raw, size_t number, size_t max_lines, size_t max_length);
+
 // `s` for an error message: at most 64 bytes, "..." appended when cut.
 std::string shown(std::string_view s);
 

@@ -177,7 +177,10 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   std::stable_sort(by_end.begin(), by_end.end(), [&](size_t x, size_t y) { return log.ops[x].end_ns < log.ops[y].end_ns; });
   std::stable_sort(by_start.begin(), by_start.end(),
                    [&](size_t x, size_t y) { return log.ops[x].start_ns < log.ops[y].start_ns; });
+  std::vector<char> with_previous(m, 0);  // keep_with_previous already done: windows of judged calls overlap
   auto keep_with_previous = [&](size_t oi) {
+    if (with_previous[oi]) return;
+    with_previous[oi] = 1;
     keep_op[oi] = 1;
     const int64_t prev = streams.previous(oi);
     if (prev >= 0) keep_op[static_cast<size_t>(prev)] = 1;
@@ -319,6 +322,11 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   if (stats) *stats = {n, small.calls.size(), m, small.ops.size()};
   log = std::move(small);
   return true;
+}
+
+bool compacted(const EventLog& log) {
+  if (!log.carried.empty()) return true;
+  return std::any_of(log.calls.begin(), log.calls.end(), [](const ApiCall& c) { return c.context_only; });
 }
 
 }  // namespace asynccheck

@@ -21,8 +21,9 @@
 // same description and the same findings (evidence included). If not, the log is left as it was (correct, only
 // larger) and compact() returns false.
 //
-// A compacted log is not a recording: write_recording does not write `carried` or `context_only`. The capture
-// compacts only when neither save nor trace output is asked for.
+// A compacted log saved as a recording keeps `carried` and `context_only` (recording.h) and analyzes to the same
+// report, but only at the threshold it was compacted for, and it lacks what a trace draws: the capture does not
+// compact when a trace is asked for, and `asynccheck analyze` refuses another threshold or a trace for it.
 #pragma once
 
 #include <cstddef>
@@ -55,5 +56,8 @@ struct CompactStats {
 // Compacts `log` in place for horizon `horizon_ns` (CUPTI timebase). True when it was replaced by the smaller log;
 // false when nothing could be dropped or the check failed (the log is then unchanged).
 bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& options, CompactStats* stats = nullptr);
+
+// Whether compaction dropped or demoted anything in `log` (then it only analyzes at its run's threshold).
+bool compacted(const EventLog& log);
 
 }  // namespace asynccheck

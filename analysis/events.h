@@ -129,7 +129,7 @@ struct CarriedSite {
 };
 
 // What compaction dropped from the log, so that the analysis of the smaller log reports exactly what the whole
-// log would have. All zero for a log that was never compacted (a recording, the capture with save or trace).
+// log would have. All zero for a log that was never compacted (the capture with trace or compact=0).
 struct Carried {
   uint64_t calls = 0;  // calls dropped (counted in calls_watched)
   uint64_t ops = 0;    // GPU operations dropped (counted in the report's gpu_operations)
@@ -151,7 +151,7 @@ struct EventLog {
   std::vector<Module> modules;
   std::vector<Stack> stacks;   // stack id N is stacks[N - 1]
   std::vector<Symbol> symbols; // resolved frames, so a recording replays with its call sites anywhere
-  Carried carried;             // what compaction folded away (not written to recordings: see compact.h)
+  Carried carried;             // what compaction folded away (recordings keep it: see compact.h)
 };
 
 }  // namespace asynccheck

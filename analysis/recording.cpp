@@ -102,7 +102,8 @@ constexpr std::string_view kOpShape =
 
 void write_call(std::ostream& o, const ApiCall& c) {
   const rules::CallDescription& d = c.call;
-  o << "call " << c.correlation_id << ' ' << c.driver_correlation_id << ' ' << c.start_ns << ' ' << c.end_ns << ' ' << c.thread << ' '
+  // A call that compaction kept as context only (compact.h) is a `ctxcall`: same fields, not judged.
+  o << (c.context_only ? "ctxcall " : "call ") << c.correlation_id << ' ' << c.driver_correlation_id << ' ' << c.start_ns << ' ' << c.end_ns << ' ' << c.thread << ' '
     << name_of(c.domain) << ' ' << c.cbid << ' ' << c.name << ' ' << name_of(d.api) << ' ' << d.async_form << ' '
     << d.per_thread_variant << ' ' << name_of(d.direction) << ' ' << d.bytes << ' ' << name_of(d.src) << ' '
     << name_of(d.dst) << ' ' << name_of(d.stream) << ' ' << d.blocking_streams_pending << ' ' << d.first_launch
@@ -260,6 +261,26 @@ bool percent_decode(std::string_view text, std::string& out) {
   return true;
 }
 
+// A compacted log (analysis/compact.h): what compaction folded away. Written only when there is any, so that
+// recordings of runs that kept every event stay readable by versions that predate these lines.
+void write_carried(std::ostream& o, const Carried& c) {
+  if (c.empty()) return;
+  o << "carried " << c.calls << ' ' << c.ops << ' ' << c.context_creation_ns << ' ' << c.kind_disagreements << '\n';
+  for (const auto& [rule, count] : c.not_observed) o << "carried_not_observed " << rules::rule(rule).id << ' ' << count << '\n';
+  for (const CarriedSite& s : c.findings) {
+    o << "carried_site " << s.stack << ' ' << s.name << ' ' << rules::rule(s.rule).id << ' ' << s.count << ' '
+      << s.total_ns << ' ' << s.max_ns << ' ' << s.bytes << '\n';
+  }
+}
+
+rules::RuleId read_rule(Fields& f, std::string_view field) {
+  std::string id = f.text(field);
+  if (!f.ok()) return {};
+  if (auto r = rules::find_rule(id)) return *r;
+  f.fail("field '" + std::string(field) + "': '" + id + "' is not a rule id (asynccheck --list-rules lists them)");
+  return {};
+}
+
 void write_recording(std::ostream& o, const EventLog& log) {
   o << kMagic << ' ' << kRecordingVersion << '\n';
   write_run(o, log.run);
@@ -281,6 +302,7 @@ void write_recording(std::ostream& o, const EventLog& log) {
       << percent_encode(y.file) << '\n';
   }
   for (const ApiCall& c : log.calls) write_call(o, c);
+  write_carried(o, log.carried);
   for (const GpuOp& op : log.ops) write_op(o, op);
   for (const Mark& m : log.marks) o << "mark " << name_of(m.kind) << ' ' << m.time_ns << ' ' << m.thread << '\n';
   o << "end\n";
@@ -369,9 +391,10 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       y.file = f.text("file");
       if (!f.ok()) return fail(what);
       log.symbols.push_back(std::move(y));
-    } else if (tag == "call") {
+    } else if (tag == "call" || tag == "ctxcall") {
       ApiCall c;
       if (!read_call(f, c, log.api_names.size())) return fail(what);
+      c.context_only = tag == "ctxcall";
       if (c.stack > log.stacks.size()) return fail("call refers to stack " + std::to_string(c.stack) + ", which was not declared");
       log.calls.push_back(c);
     } else if (tag == "op") {
@@ -386,10 +409,39 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       m.thread = f.num<uint32_t>("thread");
       if (!f.ok()) return fail(what);
       log.marks.push_back(m);
+    } else if (tag == "carried") {
+      if (!f.count(5, "carried calls ops context_creation_ns kind_disagreements")) return fail(what);
+      log.carried.calls = f.num<uint64_t>("calls");
+      log.carried.ops = f.num<uint64_t>("ops");
+      log.carried.context_creation_ns = f.num<uint64_t>("context_creation_ns");
+      log.carried.kind_disagreements = f.num<uint64_t>("kind_disagreements");
+      if (!f.ok()) return fail(what);
+    } else if (tag == "carried_not_observed") {
+      if (!f.count(3, "carried_not_observed rule count")) return fail(what);
+      const rules::RuleId rule = read_rule(f, "rule");
+      const uint64_t count = f.num<uint64_t>("count");
+      if (f.ok() && log.carried.not_observed.count(rule)) f.fail("rule '" + std::string(rules::rule(rule).id) + "' given twice");
+      if (!f.ok()) return fail(what);
+      log.carried.not_observed[rule] = count;
+    } else if (tag == "carried_site") {
+      if (!f.count(8, "carried_site stack name rule count total_ns max_ns bytes")) return fail(what);
+      CarriedSite site;
+      site.stack = f.num<uint32_t>("stack");
+      site.name = f.num<uint16_t>("name");
+      site.rule = read_rule(f, "rule");
+      site.count = f.num<uint64_t>("count");
+      site.total_ns = f.num<uint64_t>("total_ns");
+      site.max_ns = f.num<uint64_t>("max_ns");
+      site.bytes = f.num<uint64_t>("bytes");
+      if (f.ok() && site.stack > log.stacks.size()) f.fail("field 'stack': stack " + std::to_string(site.stack) + " was not declared");
+      if (f.ok() && site.name >= log.api_names.size()) f.fail("field 'name': api index " + std::to_string(site.name) + " was not declared by an 'api' line");
+      if (f.ok() && site.count == 0) f.fail("field 'count': a carried site has at least one finding");
+      if (!f.ok()) return fail(what);
+      log.carried.findings.push_back(site);
     } else if (tag == "end") {
       ended = true;
     } else {
-      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, pyframe, sym, call, op, mark, end)");
+      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, pyframe, sym, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, end)");
     }
   }
   if (lineno == 0) {

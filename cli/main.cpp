@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "analysis/analyze.h"
+#include "analysis/compact.h"
 #include "analysis/recording.h"
 #include "options/options.h"
 #include "report/report.h"
@@ -131,6 +132,20 @@ int analyze_command(const std::string& path, Cli& cli) {
   std::string error;
   EventLog log;
   if (!read_log(path, log, error)) return usage_error(error);
+  if (compacted(log)) {
+    // Compaction decided what to keep by judging the calls at the run's threshold, and dropped what a trace draws.
+    if (cli.was_given("threshold") && cli.opts.threshold != log.run.threshold_ns) {
+      return usage_error("recording '" + path + "' was compacted as it was captured, for threshold=" +
+                         std::to_string(log.run.threshold_ns) + "ns; it can only be analyzed at that threshold "
+                         "(record with --compact=0 to analyze at another)");
+    }
+    OutputFiles files;
+    output_files(cli.opts, files, error);
+    if (!files.trace.empty()) {
+      return usage_error("recording '" + path + "' was compacted as it was captured and lacks the events a trace "
+                         "draws (record with --compact=0, or ask for the trace in the run: asynccheck --trace=FILE -- ...)");
+    }
+  }
   if (cli.was_given("threshold") || !log.run.threshold_ns) log.run.threshold_ns = cli.opts.threshold;
   report::ReportInputs inputs;
   if (!report::prepare_report(cli.opts, log.run.pid, inputs, error)) return usage_error(error);
@@ -139,10 +154,15 @@ int analyze_command(const std::string& path, Cli& cli) {
 }
 
 // The library's options for the program under test: it only captures and saves its events; the command reports.
+// Compaction (bounded memory) unless the command is to draw a trace, which needs every event.
 std::string child_options(const Options& o, const std::string& recording) {
+  OutputFiles files;
+  std::string error;
+  output_files(o, files, error);
   std::ostringstream s;
   s << "threshold=" << o.threshold << "ns:activity_buffer_kb=" << o.activity_buffer_kb
-    << ":signal_timeout=" << o.signal_timeout << ":summary=0:symbolize=0:save=" << recording;
+    << ":signal_timeout=" << o.signal_timeout << ":compact=" << (o.compact && files.trace.empty())
+    << ":stats=" << o.stats << ":summary=0:symbolize=0:save=" << recording;
   return s.str();
 }
 

@@ -70,6 +70,14 @@ TEST(Compact, EveryRecordingReportsTheSameAtEveryHorizon) {
         CompactStats st;
         if (compact(once, horizon, compact_options(original, margin), &st)) ++shrunk;
         EXPECT_EQ(json_of(once), expected) << entry.path() << " margin " << margin << " horizon " << k << "/10";
+        // Saved and read back (the command's own path: the library saves, the command analyzes).
+        std::stringstream saved;
+        write_recording(saved, once);
+        EventLog reread;
+        std::string read_error;
+        ASSERT_TRUE(read_recording(saved, reread, read_error)) << read_error;
+        EXPECT_EQ(compacted(reread), compacted(once));
+        EXPECT_EQ(json_of(reread), expected) << entry.path() << " saved, margin " << margin << " horizon " << k << "/10";
         compact(repeated, horizon, compact_options(original, margin));
         EXPECT_EQ(json_of(repeated), expected) << entry.path() << " margin " << margin << " repeated to " << k << "/10";
       }

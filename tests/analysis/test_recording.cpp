@@ -152,7 +152,7 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"empty", "", "empty file: not an asynccheck recording"},
       {"magic", "hello\n", "line 1: not an asynccheck recording (expected first line 'asynccheck-recording 1')"},
       {"version", "asynccheck-recording 9\n", "line 1: recording version '9' is not supported (this asynccheck reads version 1)"},
-      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, pyframe, sym, call, op, mark, end)"},
+      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, pyframe, sym, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, end)"},
       {"op fields", head + "op kernel 1 2\n", "line 2: expected 13 fields after 'op', got 3 (op kind corr start end device context stream bytes copy_kind src_kind dst_kind sync_type name)"},
       {"op kind", head + "op warp 1 2 3 0 0 0 0 0 0 0 0 -\n", "line 2: field 'kind': 'warp' is not one of: memcpy, memset, kernel, sync"},
       {"op order", head + "op kernel 1 5 3 0 0 0 0 0 0 0 0 -\n", "line 2: op ends before it starts"},
@@ -168,6 +168,12 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"pyframe line", head + "stack 1 10\npyframe 1 a.py f -4\n", "line 3: field 'line': -4 is negative"},
       {"pyframe number", head + "stack 1 10\npyframe 1 a.py f x\n", "line 3: field 'line': 'x' is not a decimal integer in range"},
       {"pyframe text", head + "stack 1 10\npyframe 1 a%2 f 3\n", "line 3: field 'file': bad percent-encoding in 'a%2'"},
+      {"carried fields", head + "carried 1 2 3\n", "line 2: expected 4 fields after 'carried', got 3 (carried calls ops context_creation_ns kind_disagreements)"},
+      {"carried rule", head + "carried_not_observed copy-everything 3\n", "line 2: field 'rule': 'copy-everything' is not a rule id (asynccheck --list-rules lists them)"},
+      {"carried rule twice", head + "carried_not_observed undocumented-block 3\ncarried_not_observed undocumented-block 1\n", "line 3: rule 'undocumented-block' given twice"},
+      {"carried site stack", head + "api 0 cudaMemcpy\ncarried_site 4 0 undocumented-block 1 10 10 0\n", "line 3: field 'stack': stack 4 was not declared"},
+      {"carried site name", head + "carried_site 0 2 undocumented-block 1 10 10 0\n", "line 2: field 'name': api index 2 was not declared by an 'api' line"},
+      {"carried site count", head + "api 0 cudaMemcpy\ncarried_site 0 0 undocumented-block 0 10 10 0\n", "line 3: field 'count': a carried site has at least one finding"},
   };
   for (const BadCase& c : cases) {
     std::stringstream in(c.text);

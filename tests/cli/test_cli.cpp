@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/compact.h"
+#include "analysis/recording.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -84,7 +87,7 @@ TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
     std::string message;
   } cases[] = {
       {{"--bogus=1"}, "unknown option '--bogus' (valid: error-exitcode, fail-on, read, threshold, format, output, json, "
-                      "sarif, trace, log_file, save, suppressions, baseline, save_baseline, overwrite, compact, print_limit, "
+                      "sarif, trace, log_file, save, suppressions, baseline, save_baseline, overwrite, compact, stats, print_limit, "
                       "summary, symbolize, activity_buffer_kb, signal_timeout, help)"},
       {{"--threshold=soon"}, "option 'threshold': 'soon' is not a duration (valid: a whole number with ns, us, ms or "
                              "s, e.g. 100us, 2ms; no unit means us)"},
@@ -145,6 +148,49 @@ TEST_F(Cli, AnalyzeBadInput) {
   EXPECT_EQ(r.first_err_line(), "asynccheck: ERROR: --read analyzes a recording: no program may follow it (got '/bin/true')");
   r = asynccheck({"analyze"});
   EXPECT_EQ(r.code(), 2);
+}
+
+// A run compacted as it went (the command's default) saves a recording that analyzes to the same report at its
+// threshold; another threshold, or a trace, needs every event and is refused with the way out.
+TEST_F(Cli, CompactedRecordingsAnalyzeAtTheirThresholdOnly) {
+  asynccheck::EventLog log;
+  std::string error;
+  std::ifstream in(kRecording);
+  ASSERT_TRUE(asynccheck::read_recording(in, log, error)) << error;
+  uint64_t end = 0;
+  for (const auto& c : log.calls) end = std::max(end, c.end_ns);
+  asynccheck::CompactOptions o;
+  o.analysis.threshold_ns = log.run.threshold_ns;
+  o.margin_ns = 1'000'000;
+  ASSERT_TRUE(asynccheck::compact(log, end + 2 * o.margin_ns, o));
+  const fs::path compacted = dir_ / "compacted.rec";
+  std::ofstream(compacted) << [&] {
+    std::ostringstream s;
+    asynccheck::write_recording(s, log);
+    return s.str();
+  }();
+  Result full = asynccheck({"analyze", kRecording.string(), "--json=" + (dir_ / "full.json").string()});
+  Result small = asynccheck({"analyze", compacted.string(), "--json=" + (dir_ / "small.json").string()});
+  ASSERT_EQ(full.code(), 0) << full.err;
+  ASSERT_EQ(small.code(), 0) << small.err;
+  EXPECT_EQ(slurp(dir_ / "small.json"), slurp(dir_ / "full.json"));
+  EXPECT_EQ(small.err, full.err);  // the summary
+
+  Result r = asynccheck({"analyze", compacted.string(), "--threshold=50us"});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_EQ(r.first_err_line(), "asynccheck: ERROR: recording '" + compacted.string() +
+                                    "' was compacted as it was captured, for threshold=" +
+                                    std::to_string(log.run.threshold_ns) +
+                                    "ns; it can only be analyzed at that threshold (record with --compact=0 to analyze at another)");
+  r = asynccheck({"analyze", compacted.string(), "--threshold=" + std::to_string(log.run.threshold_ns) + "ns"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  r = asynccheck({"analyze", compacted.string(), "--trace=" + (dir_ / "t.json").string()});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_TRUE(r.first_err_line().find("lacks the events a trace draws (record with --compact=0") != std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "t.json"));
+  // The full recording draws its trace at any threshold.
+  r = asynccheck({"analyze", kRecording.string(), "--threshold=50us", "--trace=" + (dir_ / "t.json").string()});
+  EXPECT_EQ(r.code(), 0) << r.err;
 }
 
 // The program's output and exit status are its own (here without a GPU: asynccheck fails open).

@@ -84,7 +84,7 @@ TEST(Options, OrderOfFormatAndOutputDoesNotMatter) {
 TEST(Options, BadInputMessagesArePinned) {
   const std::string names =
       "threshold, format, output, json, sarif, trace, log_file, save, suppressions, baseline, save_baseline, "
-      "overwrite, compact, print_limit, summary, symbolize, activity_buffer_kb, signal_timeout, help";
+      "overwrite, compact, stats, print_limit, summary, symbolize, activity_buffer_kb, signal_timeout, help";
   const struct {
     const char* text;
     std::string message;

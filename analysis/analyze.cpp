@@ -331,6 +331,8 @@ class Analyzer {
     } else if (c.call.api == ApiKind::KernelLaunch && f.evidence.by == ReleasedBy::ModuleLoad) {
       f.verdict = Verdict::DocumentedObserved;  // lazy loading of a function we had seen launched through another path
       f.rule = rules::RuleId::FirstLaunchLazyLoading;
+    } else if (f.evidence.by == ReleasedBy::NothingOnGpu && held < opt_.own_cost_threshold_ns) {
+      return;  // a slow call, not a wait: see AnalysisOptions::own_cost_threshold_ns
     } else {
       f.verdict = Verdict::ObservedUndocumented;
       f.rule = rules::RuleId::UndocumentedBlock;

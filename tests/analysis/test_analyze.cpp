@@ -11,6 +11,7 @@ using rules::MemoryKind;
 using rules::RuleId;
 
 constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kUs = 1'000;
 
 struct Builder {
   EventLog log;
@@ -125,6 +126,33 @@ TEST(Analyze, ActivityRecordKindWinsAndTheDisagreementIsNoted) {
   EXPECT_EQ(a.findings[0].verdict, Verdict::ObservedUndocumented);
   EXPECT_EQ(a.findings[0].predicted, RuleId::CopyAsyncPinned);
   EXPECT_NE(a.findings[0].note.find("pinned"), std::string::npos);
+}
+
+// A call no rule predicts to hold the host: reported from threshold_ns when GPU work explains the hold, but from
+// own_cost_threshold_ns when nothing on the GPU does (its own cost, a slow call rather than a wait).
+TEST(Analyze, UndocumentedOwnCostIsReportedOnlyFromTheOwnCostThreshold) {
+  AnalysisOptions o;
+  for (uint64_t held : {300 * kUs, o.own_cost_threshold_ns - 1, o.own_cost_threshold_ns}) {
+    Builder b;
+    ApiCall& s = b.call(ApiKind::StreamCreate, 0, held);
+    s.handle = 0x7000;
+    Analysis a = analyze(b.log, o);
+    if (held < o.own_cost_threshold_ns) {
+      EXPECT_TRUE(a.findings.empty()) << held;
+    } else {
+      ASSERT_EQ(a.findings.size(), 1u) << held;
+      EXPECT_EQ(a.findings[0].rule, RuleId::UndocumentedBlock);
+      EXPECT_EQ(a.findings[0].evidence.by, ReleasedBy::NothingOnGpu);
+    }
+  }
+  // The same short hold, released by GPU work ending at its return: a wait, reported from threshold_ns.
+  Builder b;
+  ApiCall& h2d = b.copy(true, rules::CopyDirection::HostToDevice, MemoryKind::Pinned, MemoryKind::Device, 1 << 20, 0, 300 * kUs, 0x10);
+  b.op(GpuOpKind::Memcpy, h2d, 1000, 300 * kUs - 2000, 13, 2, 3);
+  Analysis a = analyze(b.log, o);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].rule, RuleId::UndocumentedBlock);
+  EXPECT_EQ(a.findings[0].evidence.by, ReleasedBy::OwnWork);
 }
 
 TEST(Analyze, ContextCreationInsideTheFirstCallIsNotAFinding) {

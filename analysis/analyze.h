@@ -68,12 +68,16 @@ struct Analysis {
   std::map<rules::RuleId, uint64_t> not_observed; // documented-but-not-observed, per rule: predicted, did not happen
   uint64_t context_creation_ns = 0;               // host time spent creating contexts inside calls
   uint64_t calls_watched = 0;
+  // Calls recorded into a graph by stream capture (CallDescription::captured): counted, never judged. Calls that a
+  // capture refused (is_capture_error in graph_capture.h) did nothing and are neither judged nor counted here.
+  uint64_t captured_calls = 0;
+  std::vector<size_t> capture_state_calls;        // calls that changed the capture state (compaction keeps them)
   uint64_t kind_disagreements = 0;                // activity records contradicted our memory-kind registry
   std::vector<size_t> disagreeing_calls;          // the judged calls those disagreements came from (compaction)
 };
 
 // Counts and findings include what compaction carried (EventLog::carried); context_only calls are described but
-// not judged (no findings, no counts of their own).
+// not judged (no findings, no counts of their own). Captured calls are counted in captured_calls and not judged.
 Analysis analyze(const EventLog& log, const AnalysisOptions& options);
 
 std::string_view released_by_text(ReleasedBy r);

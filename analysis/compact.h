@@ -11,7 +11,9 @@
 //    smaller log.
 //  - context_only: calls that create state later calls' descriptions read (stream creation and destruction, event
 //    creation, stream-ordered allocations not yet paired with their stream-ordered free, frees of stream-ordered
-//    pointers, the first launch of each function), and the calls that enqueued a GPU operation that stays.
+//    pointers, the first launch of each function, the calls that changed the capture state: capture begin and
+//    end, a stream joining a capture, an event recorded into or out of one), and the calls that enqueued a GPU
+//    operation that stays. A captured call never waits for work: capture enqueues nothing.
 // Which GPU operations stay: every one that ended after H - margin and the one before it in its stream; those of
 // judged calls and the one before each in its stream; every one a judged call's analysis reads (ending while the
 // call held the host or within the release window after it, in flight when it started, around its legacy-stream

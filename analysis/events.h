@@ -136,9 +136,10 @@ struct Carried {
   std::map<rules::RuleId, uint64_t> not_observed;  // contributions of calls no longer judged (dropped or context_only)
   uint64_t context_creation_ns = 0;
   uint64_t kind_disagreements = 0;
+  uint64_t captured_calls = 0;        // dropped calls that stream capture had recorded into a graph
   std::vector<CarriedSite> findings;  // one per key
   bool empty() const { return calls == 0 && ops == 0 && not_observed.empty() && context_creation_ns == 0 &&
-                              kind_disagreements == 0 && findings.empty(); }
+                              kind_disagreements == 0 && captured_calls == 0 && findings.empty(); }
 };
 
 // Everything one run produced: what a recording holds and what the analysis reads.

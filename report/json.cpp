@@ -54,6 +54,7 @@ void write_json(std::ostream& o, const ReportData& data) {
     << ", \"threshold_ns\": " << r.threshold_ns
     << ", \"module_loading\": " << quote(name_of(r.env.module_loading))
     << ", \"launch_blocking\": " << (r.env.launch_blocking ? "true" : "false") << ", \"calls_watched\": " << a.calls_watched
+    << ", \"captured_calls\": " << a.captured_calls
     << ", \"gpu_operations\": " << log.ops.size() + log.carried.ops << "},\n";
   o << "  \"sites\": [";
   for (size_t i = 0; i < rows.size(); ++i) {

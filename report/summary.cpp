@@ -151,6 +151,10 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
       << (rows.size() == 1 ? "" : "s") << "; host blocked " << format_duration(host_ns) << " in flagged calls";
   if (!data.baseline.empty()) out << "; " << rows.size() - known << " new, " << known << " in baseline " << data.baseline;
   if (unused) out << "; " << unused << " unused suppression" << (unused == 1 ? "" : "s");
+  if (a.captured_calls) {
+    out << "; " << a.captured_calls << " call" << (a.captured_calls == 1 ? "" : "s")
+        << " captured into CUDA graphs (recorded, not executed: not judged)";
+  }
   if (log.run.dropped_records) out << "; " << log.run.dropped_records << " activity records DROPPED (evidence incomplete)";
   if (!log.run.complete) {
     out << "; the run ended" << (log.run.end != "exit" ? " by " + log.run.end : "")

@@ -75,6 +75,35 @@ TEST(Recording, RoundTripsEveryField) {
   EXPECT_EQ(again.str(), first.str());
 }
 
+// The capture calls (new in the format's version 1, additive) round-trip with their stream, mode and graph.
+TEST(Recording, CaptureCallsRoundTrip) {
+  EventLog log = sample_log();
+  ApiCall begin = log.calls[0];
+  begin.call = {};
+  begin.call.api = rules::ApiKind::CaptureBegin;
+  begin.flags = 2;  // relaxed
+  begin.handle = 0;
+  ApiCall end = begin;
+  end.call.api = rules::ApiKind::CaptureEnd;
+  end.flags = 0;
+  end.handle = 0x9a0;
+  log.calls.push_back(begin);
+  log.calls.push_back(end);
+  std::stringstream s;
+  write_recording(s, log);
+  EXPECT_NE(s.str().find(" capture-begin "), std::string::npos);
+  EXPECT_NE(s.str().find(" capture-end "), std::string::npos);
+  EventLog back;
+  std::string error;
+  ASSERT_TRUE(read_recording(s, back, error)) << error;
+  ASSERT_EQ(back.calls.size(), 3u);
+  EXPECT_EQ(back.calls[1].call.api, rules::ApiKind::CaptureBegin);
+  EXPECT_EQ(back.calls[1].flags, 2u);
+  EXPECT_EQ(back.calls[1].stream, 0xdeadbeefu);
+  EXPECT_EQ(back.calls[2].call.api, rules::ApiKind::CaptureEnd);
+  EXPECT_EQ(back.calls[2].handle, 0x9a0u);
+}
+
 TEST(Recording, TruncatedRecordingIsMarkedIncomplete) {
   std::stringstream s;
   write_recording(s, sample_log());

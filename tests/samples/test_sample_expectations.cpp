@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <set>
 #include <sstream>
 
 #include "analysis/recording.h"
@@ -53,6 +55,21 @@ std::string read_file(const fs::path& p) {
   return s.str();
 }
 
+// tests/fixtures/recordings/PENDING: the runs of samples added since the last GPU recording, one id
+// ("sample.run") per line, '#' comments. Their missing fixtures are reported, not failed, until they are recorded.
+std::set<std::string> pending_recordings() {
+  std::set<std::string> ids;
+  std::ifstream in(kSource / "tests" / "fixtures" / "recordings" / "PENDING");
+  std::string line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string id;
+    if (words >> id) ids.insert(id);
+  }
+  return ids;
+}
+
 TEST(SampleExpectations, EveryNamedLineHoldsTheNamedCall) {
   const auto cases = all_cases();
   ASSERT_FALSE(cases.empty());
@@ -73,8 +90,17 @@ TEST(SampleExpectations, EveryNamedLineHoldsTheNamedCall) {
 
 TEST(SampleExpectations, RecordedRunsMeetTheirExpectations) {
   const fs::path dir = recordings_dir();
+  const char* env = std::getenv("ASYNCCHECK_RECORDINGS");
+  const bool live = env != nullptr && *env != '\0';  // fresh recordings of every run (the GPU test): none pending
+  const std::set<std::string> pending = live ? std::set<std::string>{} : pending_recordings();
   for (const Case& c : all_cases()) {
     const fs::path rec = dir / (c.id() + ".rec");
+    if (pending.count(c.id())) {
+      EXPECT_FALSE(fs::exists(rec)) << rec << " is committed: remove " << c.id() << " from tests/fixtures/recordings/PENDING";
+      std::cout << "PENDING: " << c.id() << " has no committed GPU recording yet (tests/fixtures/recordings/PENDING); "
+                << "its expectations are checked by the GPU test (ctest -L gpu) and by the analysis unit tests\n";
+      continue;
+    }
     if (!fs::exists(rec)) {
       ADD_FAILURE() << "no recording " << rec << ": record it on a GPU machine with scripts/record-samples.sh";
       continue;

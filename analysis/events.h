@@ -103,6 +103,8 @@ struct RunInfo {
   std::string program;
   std::vector<std::string> args;
   int pid = 0;
+  int64_t rank = -1;         // rank in an MPI or Slurm job (options.h: kRankVariables); -1 outside one
+  std::string rank_variable; // the environment variable the rank came from ("OMPI_COMM_WORLD_RANK")
   std::string gpu;           // device name
   std::string driver;        // driver version, e.g. "13000"
   std::string cuda_runtime;  // runtime version the program uses, if known

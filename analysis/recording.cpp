@@ -183,6 +183,7 @@ void write_run(std::ostream& o, const RunInfo& r) {
     << " launch_blocking=" << r.env.launch_blocking << " complete=" << r.complete;
   // Optional, so that the recording of an ordinary run stays readable by versions that predate the key.
   if (r.end != "exit") o << " end=" << percent_encode(r.end);
+  if (r.rank >= 0) o << " rank=" << r.rank << " rank_from=" << percent_encode(r.rank_variable);
   o << '\n';
   for (const std::string& a : r.args) o << "arg " << percent_encode(a) << '\n';
 }
@@ -210,10 +211,12 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
     else if (key == "launch_blocking") r.env.launch_blocking = f.flag(key);
     else if (key == "complete") r.complete = f.flag(key);
     else if (key == "end") r.end = f.text(key);
+    else if (key == "rank") r.rank = f.num<uint32_t>(key);  // never negative
+    else if (key == "rank_from") r.rank_variable = f.text(key);
     else {
       error = "run: unknown key '" + key +
               "' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, module_loading, "
-              "launch_blocking, complete, end)";
+              "launch_blocking, complete, end, rank, rank_from)";
       return false;
     }
     if (!f.ok()) {

@@ -464,6 +464,9 @@ void start(Origin) {
   read_command_line(*g_run);
   g_run->driver = read_driver_version();
   g_run->pid = static_cast<int>(getpid());
+  const Rank rank = process_rank();  // names the report (%r) and says which rank it is
+  g_run->rank = rank.value;
+  g_run->rank_variable = rank.variable;
   g_owner.store(static_cast<pid_t>(g_run->pid), std::memory_order_release);
   g_run->env = read_environment();
   // Under secure execution (setuid/setgid) the environment is not ours to trust: ignore its options.
@@ -478,7 +481,7 @@ void start(Origin) {
   };
   if (env && !parse_options(env, *g_options, error)) return monitoring_off("ASYNCCHECK_OPTIONS: " + error);
   if (g_options->help) say(options_help());
-  if (!report::prepare_report(*g_options, g_run->pid, *g_inputs, error)) return monitoring_off(error);
+  if (!report::prepare_report(*g_options, g_run->pid, rank, *g_inputs, error)) return monitoring_off(error);
   // Exit handlers run in reverse order of registration. The one registered at the first watched call runs
   // before the CUDA runtime's own teardown (registered during that call); the one registered now is the fallback
   // for a program that never finishes a watched call. The report is written once.

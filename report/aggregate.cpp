@@ -1,14 +1,30 @@
 #include <algorithm>
 #include <map>
-#include <tuple>
 
 #include "report/baseline.h"
 #include "report/report.h"
 
 namespace asynccheck::report {
 
+std::string site_key(const CallSite& site, rules::RuleId rule, std::string_view api) {
+  // Calls without a resolvable site are grouped per API so that they still aggregate. NUL separates the parts:
+  // no name holds one.
+  std::string key = site.known() ? site.where() + '\0' + site.frame.function : "?";
+  return key + '\0' + std::to_string(static_cast<int>(rule)) + '\0' + std::string(api);
+}
+
+SiteExample describe_finding(const EventLog& log, const Analysis& analysis, const Finding& f) {
+  SiteExample e;
+  e.predicted = rules::rule(f.predicted).id;
+  if (f.call < analysis.predicted.size()) e.predicted_behavior = rules::host_behavior_text(analysis.predicted[f.call].host);
+  e.released_by = released_by_text(f.evidence.by);
+  e.evidence = evidence_text(log, f);
+  e.note = f.note;
+  return e;
+}
+
 std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, const std::vector<CallSite>& sites) {
-  std::map<std::tuple<std::string, int, std::string>, size_t> index;  // (where, rule, api) -> row
+  std::map<std::string, size_t> index;  // site_key -> row
   std::vector<SiteRow> rows;
   std::vector<std::vector<uint64_t>> samples;
   for (size_t i = 0; i < analysis.findings.size(); ++i) {
@@ -17,10 +33,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     CallSite site;
     if (c.stack > 0 && c.stack <= sites.size()) site = sites[c.stack - 1];
     const std::string api = c.name < log.api_names.size() ? log.api_names[c.name] : "?";
-    // Calls without a resolvable site are grouped per API so that they still aggregate.
-    const std::string where = site.known() ? site.where() + "|" + site.frame.function : "?";
-    auto key = std::make_tuple(where, static_cast<int>(f.rule), api);
-    auto [it, inserted] = index.try_emplace(key, rows.size());
+    auto [it, inserted] = index.try_emplace(site_key(site, f.rule, api), rows.size());
     if (inserted) {
       SiteRow row;
       row.rule = f.rule;
@@ -29,6 +42,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
       row.api = api;
       row.site = site;
       row.example = i;
+      row.shown = describe_finding(log, analysis, f);
       row.gpu_side = f.rule == rules::RuleId::LegacyStreamSerialization;
       rows.push_back(std::move(row));
       samples.emplace_back();
@@ -47,8 +61,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     CallSite site;
     if (cs.stack > 0 && cs.stack <= sites.size()) site = sites[cs.stack - 1];
     const std::string api = cs.name < log.api_names.size() ? log.api_names[cs.name] : "?";
-    const std::string where = site.known() ? site.where() + "|" + site.frame.function : "?";
-    auto it = index.find(std::make_tuple(where, static_cast<int>(cs.rule), api));
+    auto it = index.find(site_key(site, cs.rule, api));
     if (it == index.end()) continue;
     SiteRow& row = rows[it->second];
     row.count += cs.count;

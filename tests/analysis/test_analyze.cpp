@@ -273,7 +273,6 @@ TEST(Analyze, SyncWaitReleasedByOtherStreamWork) {
 
 // ---- CUDA graphs: stream capture and graph launches ----
 
-constexpr uint64_t kUs = 1'000;
 constexpr int32_t kCaptureUnsupported = 900;  // cudaErrorStreamCaptureUnsupported
 constexpr int32_t kCaptureImplicit = 906;     // cudaErrorStreamCaptureImplicit (the legacy stream during capture)
 constexpr int32_t kCaptureWrongThread = 908;  // cudaErrorStreamCaptureWrongThread
@@ -337,7 +336,7 @@ TEST(AnalyzeCapture, AStreamJoinsThroughAnEventAndLeavesWhenTheOriginEnds) {
   event_call(b, ApiKind::EventRecord, other, unrelated, 100);        // 3: outside any capture
   b.call(ApiKind::KernelLaunch, 1 * kMs, 2 * kMs, side);             // 4: side, before the capture: judged
   capture_begin(b, s, 3 * kMs);                                      // 5
-  b.call(ApiKind::KernelLaunch, 3 * kMs + 10 * kUs, 4 * kMs, side);  // 6: side has not joined yet: judged
+  b.call(ApiKind::KernelLaunch, 3 * kMs + 5 * kUs, 4 * kMs + 5 * kUs, side);  // 6: side has not joined yet: judged
   event_call(b, ApiKind::EventRecord, s, fork, 4 * kMs + 10 * kUs);  // 7: the fork event, in the capture
   event_call(b, ApiKind::StreamWaitEvent, side, fork, 4 * kMs + 20 * kUs);  // 8: side joins
   b.call(ApiKind::KernelLaunch, 5 * kMs, 6 * kMs, side);                    // 9: recorded
@@ -355,7 +354,7 @@ TEST(AnalyzeCapture, AStreamJoinsThroughAnEventAndLeavesWhenTheOriginEnds) {
   EXPECT_EQ(a.captured_calls, 3u);
   std::vector<size_t> judged_launches;
   for (const Finding& f : a.findings) judged_launches.push_back(f.call);
-  EXPECT_EQ(judged_launches, (std::vector<size_t>{4, 6, 11, 13}));  // each held 1 ms
+  EXPECT_EQ(judged_launches, (std::vector<size_t>{4, 6, 11, 13}));  // each held 1 ms (the own-cost threshold)
   EXPECT_EQ(a.findings[0].rule, RuleId::FirstLaunchLazyLoading);      // the first launch of function 0
   for (size_t i = 1; i < a.findings.size(); ++i) EXPECT_EQ(a.findings[i].rule, RuleId::UndocumentedBlock);
   EXPECT_EQ(a.capture_state_calls, (std::vector<size_t>{5, 7, 8, 12}));

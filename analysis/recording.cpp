@@ -268,7 +268,8 @@ bool percent_decode(std::string_view text, std::string& out) {
 // recordings of runs that kept every event stay readable by versions that predate these lines.
 void write_carried(std::ostream& o, const Carried& c) {
   if (c.empty()) return;
-  o << "carried " << c.calls << ' ' << c.ops << ' ' << c.context_creation_ns << ' ' << c.kind_disagreements << '\n';
+  o << "carried " << c.calls << ' ' << c.ops << ' ' << c.context_creation_ns << ' ' << c.kind_disagreements << ' '
+    << c.captured_calls << '\n';
   for (const auto& [rule, count] : c.not_observed) o << "carried_not_observed " << rules::rule(rule).id << ' ' << count << '\n';
   for (const CarriedSite& s : c.findings) {
     o << "carried_site " << s.stack << ' ' << s.name << ' ' << rules::rule(s.rule).id << ' ' << s.count << ' '
@@ -413,11 +414,12 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       if (!f.ok()) return fail(what);
       log.marks.push_back(m);
     } else if (tag == "carried") {
-      if (!f.count(5, "carried calls ops context_creation_ns kind_disagreements")) return fail(what);
+      if (!f.count(6, "carried calls ops context_creation_ns kind_disagreements captured_calls")) return fail(what);
       log.carried.calls = f.num<uint64_t>("calls");
       log.carried.ops = f.num<uint64_t>("ops");
       log.carried.context_creation_ns = f.num<uint64_t>("context_creation_ns");
       log.carried.kind_disagreements = f.num<uint64_t>("kind_disagreements");
+      log.carried.captured_calls = f.num<uint64_t>("captured_calls");
       if (!f.ok()) return fail(what);
     } else if (tag == "carried_not_observed") {
       if (!f.count(3, "carried_not_observed rule count")) return fail(what);

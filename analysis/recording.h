@@ -11,7 +11,7 @@
 //   sym <ip> <line> <function> <file>  a resolved frame of a return address (inlined ones: several, innermost first)
 //   call <fields...>               one per watched API call (see kCallFields in recording.cpp)
 //   ctxcall <fields...>            optional: a call that compaction kept as context only (not judged)
-//   carried <calls> <ops> <context_creation_ns> <kind_disagreements>   optional, for a compacted log
+//   carried <calls> <ops> <context_creation_ns> <kind_disagreements> <captured_calls>   optional, compacted log
 //   carried_not_observed <rule> <count>                                (analysis/compact.h): what compaction
 //   carried_site <stack> <name> <rule> <count> <total_ns> <max_ns> <bytes>   folded away; see events.h Carried
 //   op <fields...>                 one per GPU operation from the activity records

@@ -197,7 +197,7 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"pyframe line", head + "stack 1 10\npyframe 1 a.py f -4\n", "line 3: field 'line': -4 is negative"},
       {"pyframe number", head + "stack 1 10\npyframe 1 a.py f x\n", "line 3: field 'line': 'x' is not a decimal integer in range"},
       {"pyframe text", head + "stack 1 10\npyframe 1 a%2 f 3\n", "line 3: field 'file': bad percent-encoding in 'a%2'"},
-      {"carried fields", head + "carried 1 2 3\n", "line 2: expected 4 fields after 'carried', got 3 (carried calls ops context_creation_ns kind_disagreements)"},
+      {"carried fields", head + "carried 1 2 3 4\n", "line 2: expected 5 fields after 'carried', got 4 (carried calls ops context_creation_ns kind_disagreements captured_calls)"},
       {"carried rule", head + "carried_not_observed copy-everything 3\n", "line 2: field 'rule': 'copy-everything' is not a rule id (asynccheck --list-rules lists them)"},
       {"carried rule twice", head + "carried_not_observed undocumented-block 3\ncarried_not_observed undocumented-block 1\n", "line 3: rule 'undocumented-block' given twice"},
       {"carried site stack", head + "api 0 cudaMemcpy\ncarried_site 4 0 undocumented-block 1 10 10 0\n", "line 3: field 'stack': stack 4 was not declared"},

@@ -1,5 +1,7 @@
 #include "analysis/graph_capture.h"
 
+#include "rules/predict.h"
+
 namespace asynccheck {
 namespace {
 
@@ -10,23 +12,8 @@ constexpr uint64_t kStreamLegacyHandle = 0x1;     // cudaStreamLegacy == CU_STRE
 constexpr uint64_t kStreamPerThreadHandle = 0x2;  // cudaStreamPerThread == CU_STREAM_PER_THREAD
 constexpr int32_t kCaptureWrongThread = 908;      // cudaErrorStreamCaptureWrongThread: the end was refused
 
-// Commands a capturing stream records instead of executing. Synchronizations and queries of a capturing stream
-// are not among them: the capture refuses those (is_capture_error).
-bool recorded_in_capture(ApiKind api) {
-  switch (api) {
-    case ApiKind::Copy:
-    case ApiKind::Memset:
-    case ApiKind::KernelLaunch:
-    case ApiKind::GraphLaunch:  // becomes a child-graph node
-    case ApiKind::StreamWaitEvent:
-    case ApiKind::EventRecord:
-    case ApiKind::StreamOrderedAlloc:
-    case ApiKind::StreamOrderedFree:
-      return true;
-    default:
-      return false;
-  }
-}
+// Synchronizations and queries of a capturing stream are not recorded: the capture refuses those (is_capture_error).
+
 
 }  // namespace
 
@@ -69,7 +56,7 @@ bool CaptureTracker::observe(const ApiCall& c, rules::CallDescription& d) {
     }
     default: break;
   }
-  if (!recorded_in_capture(d.api)) return false;
+  if (!rules::enqueues_stream_work(d.api)) return false;
   if (stream == capturing_.end()) {
     if (!ok) return false;
     auto event = events_.find(c.handle);

@@ -10,22 +10,6 @@ Prediction host_only(RuleId id, HostBehavior b) {
   return p;
 }
 
-// Commands that enter a stream: on the legacy default stream they serialize with every blocking stream.
-bool enqueues_stream_work(ApiKind api) {
-  switch (api) {
-    case ApiKind::Copy:
-    case ApiKind::Memset:
-    case ApiKind::KernelLaunch:
-    case ApiKind::GraphLaunch:
-    case ApiKind::StreamWaitEvent:
-    case ApiKind::EventRecord:
-    case ApiKind::StreamOrderedAlloc:
-    case ApiKind::StreamOrderedFree:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // Synchronous copy and memset forms take no stream: they are issued to the default stream, which is the legacy
 // stream unless the call is a per-thread-default-stream entry point.
@@ -157,6 +141,23 @@ Prediction predict_host(const CallDescription& c) {
 }
 
 }  // namespace
+
+// Commands that enter a stream: on the legacy default stream they serialize with every blocking stream.
+bool enqueues_stream_work(ApiKind api) {
+  switch (api) {
+    case ApiKind::Copy:
+    case ApiKind::Memset:
+    case ApiKind::KernelLaunch:
+    case ApiKind::GraphLaunch:
+    case ApiKind::StreamWaitEvent:
+    case ApiKind::EventRecord:
+    case ApiKind::StreamOrderedAlloc:
+    case ApiKind::StreamOrderedFree:
+      return true;
+    default:
+      return false;
+  }
+}
 
 bool uses_implicit_default_stream(const CallDescription& c) {
   return (c.api == ApiKind::Copy || c.api == ApiKind::Memset) && !c.async_form;

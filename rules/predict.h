@@ -50,6 +50,11 @@ std::string_view gpu_effect_text(GpuEffect e);        // "none", "serializes wit
 bool is_host_memory(MemoryKind k);    // pageable or pinned
 bool is_device_memory(MemoryKind k);  // device or array
 
+// Commands that enter a stream (copies, memsets, launches, graph launches, event records and waits, stream-ordered
+// allocations): on the legacy default stream they serialize with every blocking stream; during stream capture
+// they are recorded into the graph instead of executed.
+bool enqueues_stream_work(ApiKind api);
+
 // Synchronous copy and memset forms take no stream argument: they are issued to the default stream.
 bool uses_implicit_default_stream(const CallDescription& call);
 

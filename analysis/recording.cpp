@@ -16,6 +16,8 @@ constexpr std::string_view kMagic = "asynccheck-recording";
 // A recording is input we did not write ourselves (it may come from anywhere): bound what one line can claim.
 constexpr size_t kMaxFrames = 512;
 constexpr size_t kMaxLine = 1 << 20;
+// The capture interns at most 4096 range names (interpose/nvtx_ranges.h) and ids are 32-bit; this bounds the table.
+constexpr size_t kMaxNvtxRanges = 1 << 20;
 
 std::vector<std::string_view> split(std::string_view line) {
   std::vector<std::string_view> out;
@@ -96,7 +98,8 @@ class Fields {
 
 constexpr std::string_view kCallShape =
     "call corr driver_corr start end thread domain cbid name api async ptds dir bytes src dst stream_kind pending first "
-    "stream_ordered wait stream src_ptr dst_ptr function handle flags stack result";
+    "stream_ordered wait stream src_ptr dst_ptr function handle flags stack result [nvtx]";
+constexpr size_t kCallTokens = 29;  // without the optional nvtx field
 constexpr std::string_view kOpShape =
     "op kind corr start end device context stream bytes copy_kind src_kind dst_kind sync_type name";
 
@@ -108,11 +111,18 @@ void write_call(std::ostream& o, const ApiCall& c) {
     << name_of(d.dst) << ' ' << name_of(d.stream) << ' ' << d.blocking_streams_pending << ' ' << d.first_launch
     << ' ' << d.stream_ordered_pointer << ' ' << name_of(d.wait_mode) << std::hex << ' ' << c.stream << ' '
     << c.src_ptr << ' ' << c.dst_ptr << ' ' << c.function << ' ' << c.handle << std::dec << ' ' << c.flags << ' '
-    << c.stack << ' ' << c.result << '\n';
+    << c.stack << ' ' << c.result;
+  // Optional (programs with NVTX ranges only), so that other recordings stay readable by older versions.
+  if (c.nvtx_range != 0) o << ' ' << c.nvtx_range;
+  o << '\n';
 }
 
-bool read_call(Fields& f, ApiCall& c, size_t api_names) {
-  if (!f.count(29, kCallShape)) return false;
+bool read_call(Fields& f, ApiCall& c, size_t api_names, size_t nvtx_ranges) {
+  if (f.size() != kCallTokens && f.size() != kCallTokens + 1) {
+    f.fail("expected " + std::to_string(kCallTokens - 1) + " or " + std::to_string(kCallTokens) +
+           " fields after 'call', got " + std::to_string(f.size() - 1) + " (" + std::string(kCallShape) + ")");
+    return false;
+  }
   rules::CallDescription& d = c.call;
   c.correlation_id = f.num<uint64_t>("corr");
   c.driver_correlation_id = f.num<uint64_t>("driver_corr");
@@ -142,6 +152,13 @@ bool read_call(Fields& f, ApiCall& c, size_t api_names) {
   c.flags = f.num<uint32_t>("flags");
   c.stack = f.num<uint32_t>("stack");
   c.result = f.num<int32_t>("result");
+  if (f.size() == kCallTokens + 1) {
+    c.nvtx_range = f.num<uint32_t>("nvtx");
+    if (f.ok() && (c.nvtx_range == 0 || c.nvtx_range > nvtx_ranges)) {
+      f.fail("field 'nvtx': NVTX range " + std::to_string(c.nvtx_range) + " was not declared by an 'nvtx' line (valid: 1 to " +
+             std::to_string(nvtx_ranges) + ", or no field for none)");
+    }
+  }
   if (f.ok() && c.end_ns < c.start_ns) f.fail("call ends (" + std::to_string(c.end_ns) + ") before it starts");
   if (f.ok() && c.name >= api_names) f.fail("field 'name': api index " + std::to_string(c.name) + " was not declared by an 'api' line");
   return f.ok();
@@ -280,6 +297,10 @@ void write_recording(std::ostream& o, const EventLog& log) {
     o << "sym " << std::hex << y.ip << std::dec << ' ' << y.line << ' ' << percent_encode(y.function) << ' '
       << percent_encode(y.file) << '\n';
   }
+  for (size_t i = 0; i < log.nvtx_ranges.size(); ++i) {
+    o << "nvtx " << (i + 1) << ' ' << percent_encode(log.nvtx_ranges[i].domain) << ' '
+      << percent_encode(log.nvtx_ranges[i].name) << '\n';
+  }
   for (const ApiCall& c : log.calls) write_call(o, c);
   for (const GpuOp& op : log.ops) write_op(o, op);
   for (const Mark& m : log.marks) o << "mark " << name_of(m.kind) << ' ' << m.time_ns << ' ' << m.thread << '\n';
@@ -369,9 +390,19 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       y.file = f.text("file");
       if (!f.ok()) return fail(what);
       log.symbols.push_back(std::move(y));
+    } else if (tag == "nvtx") {
+      if (!f.count(4, "nvtx id domain name")) return fail(what);
+      size_t id = f.num<size_t>("id");
+      NvtxRange r;
+      r.domain = f.text("domain");
+      r.name = f.text("name");
+      if (f.ok() && id != log.nvtx_ranges.size() + 1) f.fail("nvtx id " + std::to_string(id) + " out of order (expected " + std::to_string(log.nvtx_ranges.size() + 1) + ")");
+      if (f.ok() && log.nvtx_ranges.size() >= kMaxNvtxRanges) f.fail("more than " + std::to_string(kMaxNvtxRanges) + " NVTX ranges");
+      if (!f.ok()) return fail(what);
+      log.nvtx_ranges.push_back(std::move(r));
     } else if (tag == "call") {
       ApiCall c;
-      if (!read_call(f, c, log.api_names.size())) return fail(what);
+      if (!read_call(f, c, log.api_names.size(), log.nvtx_ranges.size())) return fail(what);
       if (c.stack > log.stacks.size()) return fail("call refers to stack " + std::to_string(c.stack) + ", which was not declared");
       log.calls.push_back(c);
     } else if (tag == "op") {
@@ -389,7 +420,7 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
     } else if (tag == "end") {
       ended = true;
     } else {
-      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, pyframe, sym, call, op, mark, end)");
+      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, op, mark, end)");
     }
   }
   if (lineno == 0) {

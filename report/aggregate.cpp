@@ -6,6 +6,20 @@
 #include "report/report.h"
 
 namespace asynccheck::report {
+namespace {
+
+void count_range(SiteRow& row, uint32_t range, uint64_t n) {
+  if (range == 0 || n == 0) return;
+  for (auto& [id, count] : row.nvtx) {
+    if (id == range) {
+      count += n;
+      return;
+    }
+  }
+  row.nvtx.emplace_back(range, n);
+}
+
+}  // namespace
 
 std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, const std::vector<CallSite>& sites) {
   std::map<std::tuple<std::string, int, std::string>, size_t> index;  // (where, rule, api) -> row
@@ -39,6 +53,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     row.total_ns += t;
     row.max_ns = std::max(row.max_ns, t);
     row.bytes += c.call.bytes;
+    count_range(row, c.nvtx_range, 1);
     samples[it->second].push_back(t);
   }
   // Findings that compaction folded away (analysis/compact.h): their counts, times and bytes join their row; the
@@ -55,12 +70,14 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     row.total_ns += cs.total_ns;
     row.max_ns = std::max(row.max_ns, cs.max_ns);
     row.bytes += cs.bytes;
+    count_range(row, cs.nvtx_range, cs.count);
   }
   for (size_t r = 0; r < rows.size(); ++r) {
     rows[r].fingerprint = fingerprint(rows[r]);
     auto& s = samples[r];
     std::nth_element(s.begin(), s.begin() + static_cast<long>(s.size() / 2), s.end());
     rows[r].median_ns = s[s.size() / 2];
+    std::stable_sort(rows[r].nvtx.begin(), rows[r].nvtx.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   }
   // Worst first: by time lost, then the more severe level, then the first seen.
   std::stable_sort(rows.begin(), rows.end(), [](const SiteRow& a, const SiteRow& b) {

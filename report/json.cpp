@@ -71,7 +71,18 @@ void write_json(std::ostream& o, const ReportData& data) {
       << ", \"released_by\": " << quote(released_by_text(ex.evidence.by))
       << ", \"evidence\": " << quote(evidence_text(log, ex)) << ", \"note\": " << quote(ex.note)
       << ", \"fix\": " << quote(rule.fix) << ", \"fingerprint\": " << quote(s.fingerprint)
-      << ", \"in_baseline\": " << (s.in_baseline ? "true" : "false") << ", \"doc\": " << quote(rule.url) << ", \"stack\": [";
+      << ", \"in_baseline\": " << (s.in_baseline ? "true" : "false") << ", \"doc\": " << quote(rule.url);
+    // Only where findings happened in NVTX ranges, so that reports of programs without them are unchanged.
+    if (!s.nvtx.empty()) {
+      o << ", \"nvtx_range\": " << quote(nvtx_range(log, s.nvtx[0].first).name) << ", \"nvtx_ranges\": [";
+      for (size_t k = 0; k < s.nvtx.size(); ++k) {
+        const NvtxRange& range = nvtx_range(log, s.nvtx[k].first);
+        o << (k ? ", " : "") << "{\"name\": " << quote(range.name) << ", \"domain\": " << quote(range.domain)
+          << ", \"count\": " << s.nvtx[k].second << "}";
+      }
+      o << "]";
+    }
+    o << ", \"stack\": [";
     for (size_t k = 0; k < s.site.frames.size(); ++k) {
       if (k) o << ", ";
       frame_json(o, s.site.frames[k]);

@@ -30,7 +30,19 @@ struct SiteRow {
   bool gpu_side = false;       // legacy-stream serialization: measured on the GPU, the host was not held
   std::string fingerprint;     // stable across runs, machines and line moves (baseline.h); set by aggregate()
   bool in_baseline = false;    // listed in the --baseline file: reported, but does not fail the run
+  // The innermost NVTX ranges the findings here happened in (EventLog::nvtx_ranges ids) with their counts, most
+  // findings first (ties: first seen). Findings outside any range are not listed: count less their sum. A site is
+  // one row whatever the ranges (its fingerprint, baseline and suppressions do not depend on them).
+  std::vector<std::pair<uint32_t, uint64_t>> nvtx;
 };
+
+// The NVTX range the row's findings happened in, for its one-line summary: `in NVTX range "forward"`, with the
+// domain when it is not the default one and the counts when the findings were in several ranges or some in none.
+// Empty when none was in a range.
+std::string nvtx_text(const EventLog& log, const SiteRow& row);
+
+// Range `id` of log.nvtx_ranges (an id the table does not hold, which only a hand-made log can have: name "?").
+const NvtxRange& nvtx_range(const EventLog& log, uint32_t id);
 
 // One suppression (suppressions.h) and what it hid in this run.
 struct SuppressionUse {

@@ -270,6 +270,8 @@ std::string measure_text(const SiteRow& row) {
 
 std::string result_text(const ReportData& data, const SiteRow& row) {
   std::string s = measure_text(row);
+  const std::string nvtx = nvtx_text(*data.log, row);
+  if (!nvtx.empty()) s += " I" + sentence(nvtx.substr(1));  // "In NVTX range ..."
   const Analysis& a = *data.analysis;
   if (row.example < a.findings.size()) {
     const Finding& ex = a.findings[row.example];
@@ -283,12 +285,23 @@ std::string result_text(const ReportData& data, const SiteRow& row) {
   return s + " Fix: " + sentence(std::string(rules::rule(row.rule).fix));
 }
 
-Json result_properties(const SiteRow& row) {
+Json result_properties(const EventLog& log, const SiteRow& row) {
   Json p = Json::object();
   p.set("api", str(row.api)).set("count", Json::number(row.count)).set("totalNs", Json::number(row.total_ns));
   p.set("medianNs", Json::number(row.median_ns)).set("maxNs", Json::number(row.max_ns));
   p.set("bytes", Json::number(row.bytes));
-  return p.set("verdict", str(verdict_text(row.verdict))).set("gpuSide", Json::boolean(row.gpu_side));
+  p.set("verdict", str(verdict_text(row.verdict))).set("gpuSide", Json::boolean(row.gpu_side));
+  // Only where the findings happened in NVTX ranges: the innermost range of most of them, and every range with
+  // its count (docs/report-format.md).
+  if (!row.nvtx.empty()) {
+    Json ranges = Json::array();
+    for (const auto& [id, count] : row.nvtx) {
+      const NvtxRange& r = nvtx_range(log, id);
+      ranges.push(Json::object().set("name", str(r.name)).set("domain", str(r.domain)).set("count", Json::number(count)));
+    }
+    p.set("nvtxRange", str(nvtx_range(log, row.nvtx[0].first).name)).set("nvtxRanges", std::move(ranges));
+  }
+  return p;
 }
 
 // Which suppression hid `row`, in the words of the suppression file.
@@ -311,7 +324,7 @@ Json result(const ReportData& data, const SiteRow& row, const std::string& root,
   if (!row.site.frames.empty()) r.set("stacks", call_stack(row.site, root));
   if (suppressed) r.set("suppressions", suppression_of(data, row));
   if (!data.baseline.empty()) r.set("baselineState", str(row.in_baseline ? "unchanged" : "new"));
-  return r.set("properties", result_properties(row));
+  return r.set("properties", result_properties(*data.log, row));
 }
 
 Json results(const ReportData& data, const std::string& root) {

@@ -75,6 +75,27 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
   return "";
 }
 
+const NvtxRange& nvtx_range(const EventLog& log, uint32_t id) {
+  static const NvtxRange kUnknown{"", "?"};
+  return id > 0 && id <= log.nvtx_ranges.size() ? log.nvtx_ranges[id - 1] : kUnknown;
+}
+
+std::string nvtx_text(const EventLog& log, const SiteRow& row) {
+  if (row.nvtx.empty()) return "";
+  // Quoted as JSON strings: a range name is the program's text and may hold quotes or control characters.
+  auto name = [&](uint32_t id) {
+    const NvtxRange& r = nvtx_range(log, id);
+    return json_string(r.name) + (r.domain.empty() ? "" : " (domain " + json_string(r.domain) + ")");
+  };
+  std::string s = "in NVTX range " + name(row.nvtx[0].first);
+  if (row.nvtx.size() == 1 && row.nvtx[0].second == row.count) return s;
+  s += " for " + std::to_string(row.nvtx[0].second) + " of " + std::to_string(row.count) + " calls";
+  constexpr size_t kShown = 4;  // ranges named on the line; the JSON report lists them all
+  for (size_t i = 1; i < row.nvtx.size() && i < kShown; ++i) s += ", " + name(row.nvtx[i].first) + " for " + std::to_string(row.nvtx[i].second);
+  if (row.nvtx.size() > kShown) s += ", and " + std::to_string(row.nvtx.size() - kShown) + " more ranges";
+  return s;
+}
+
 void write_summary(std::ostream& out, const ReportData& data, uint64_t print_limit) {
   const EventLog& log = *data.log;
   const Analysis& a = *data.analysis;
@@ -124,6 +145,7 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     if (r.site.known() && !r.site.frame.function.empty() && r.site.frame.function != "??") {
       out << " in " << short_function(r.site.frame.function);
     }
+    if (!r.nvtx.empty()) out << ", " << nvtx_text(log, r);
     out << "\n    " << rule.title << "\n";
     out << "    " << r.count << " call" << (r.count == 1 ? "" : "s") << ", "
         << (r.gpu_side ? "GPU work held back " : "host held ") << format_duration(r.total_ns) << " in total (median "

@@ -519,6 +519,26 @@ TEST(Sarif, SuppressedRowsAreResultsWithAnExternalSuppression) {
   EXPECT_EQ(uses[1]["calls"].num(), 3);
 }
 
+TEST(Sarif, NvtxRangesAreResultPropertiesAndInTheMessage) {
+  Fixture fx;
+  fx.log.nvtx_ranges = {{"", "forward"}, {"my lib", "backward"}};
+  fx.data.rows[1].nvtx = {{2, 2}, {1, 1}};
+  const Value run = fx.run();
+  EXPECT_FALSE(run["results"][0]["properties"].has("nvtxRange"));  // a row without ranges: no property
+  const Value& p = run["results"][1]["properties"];
+  EXPECT_EQ(p["nvtxRange"].str(), "backward");
+  ASSERT_EQ(p["nvtxRanges"].size(), 2u);
+  EXPECT_EQ(p["nvtxRanges"][0]["name"].str(), "backward");
+  EXPECT_EQ(p["nvtxRanges"][0]["domain"].str(), "my lib");
+  EXPECT_EQ(p["nvtxRanges"][0]["count"].num(), 2);
+  EXPECT_EQ(p["nvtxRanges"][1]["name"].str(), "forward");
+  EXPECT_EQ(p["nvtxRanges"][1]["domain"].str(), "");
+  const std::string& text = run["results"][1]["message"]["text"].str();
+  EXPECT_NE(text.find(" In NVTX range \"backward\" (domain \"my lib\") for 2 of 3 calls, \"forward\" for 1."),
+            std::string::npos)
+      << text;
+}
+
 TEST(Sarif, OutputIsDeterministic) {
   Fixture a;
   Fixture b;
@@ -611,6 +631,9 @@ TEST(SarifFiles, FabricatedRunWithEveryOptionalPart) {
   fx.data.rows.push_back(nowhere);
   fx.data.suppressed = {Fixture::free_row()};
   fx.data.suppressions = {{"free-waits-for-device", "cudaFree", "asynccheck.supp:2", 1, 3}};
+  fx.log.nvtx_ranges = {{"", "forward"}, {"my lib", "copy \"x\""}};
+  fx.data.rows[0].nvtx = {{2, 1}};
+  fx.data.rows[1].nvtx = {{1, 2}, {2, 1}};
   const std::string text = fx.sarif();
   EXPECT_EQ(parse(text)["runs"][0]["results"].size(), 5u);
   write_text(std::string(ASYNCCHECK_BINARY_DIR) + "/fabricated.sarif", text);

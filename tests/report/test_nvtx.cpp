@@ -1,0 +1,202 @@
+// NVTX ranges in the reports (report/aggregate.cpp, summary.cpp, json.cpp, trace.cpp) on fabricated logs: the
+// innermost range of each call, counted per site; one range, several, a domain, none; reports of logs without ranges
+// keep their exact form (the committed goldens pin that too).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "analysis/recording.h"
+#include "report/report.h"
+
+namespace asynccheck::report {
+namespace {
+
+constexpr uint64_t kUs = 1'000;
+
+// Blocking pageable device-to-host copies (each held the host `held`, released by its own copy) at two call sites:
+// stack 1 is app.cu:10 in main, stack 2 is app.cu:20 in step.
+struct Copies {
+  EventLog log;
+  uint64_t t = 0;
+  uint64_t corr = 1;
+
+  Copies() {
+    log.run.threshold_ns = 100 * kUs;
+    log.api_names = {"cudaMemcpy"};
+    log.stacks = {Stack{{0x1000}, {}}, Stack{{0x2000}, {}}};
+    log.symbols = {{0x1000, "main", "/src/app.cu", 10}, {0x2000, "step", "/src/app.cu", 20}};
+  }
+  void copy(uint32_t stack, uint32_t range, uint64_t held = 300 * kUs) {
+    ApiCall c;
+    c.correlation_id = corr++;
+    c.start_ns = t;
+    c.end_ns = t + held;
+    c.call.api = rules::ApiKind::Copy;
+    c.call.direction = rules::CopyDirection::DeviceToHost;
+    c.call.src = rules::MemoryKind::Device;
+    c.call.dst = rules::MemoryKind::Pageable;
+    c.call.bytes = 1 << 20;
+    c.stack = stack;
+    c.nvtx_range = range;
+    log.calls.push_back(c);
+    GpuOp op;
+    op.kind = GpuOpKind::Memcpy;
+    op.correlation_id = c.correlation_id;
+    op.start_ns = t + 2 * kUs;
+    op.end_ns = t + held - 2 * kUs;
+    op.stream_id = 7;
+    op.copy_kind = 2;  // DtoH
+    op.bytes = c.call.bytes;
+    log.ops.push_back(op);
+    t += held + 100 * kUs;
+  }
+};
+
+struct Reports {
+  Analysis analysis;
+  ReportData data;
+  explicit Reports(const EventLog& log) {
+    AnalysisOptions o;
+    o.threshold_ns = log.run.threshold_ns;
+    analysis = analyze(log, o);
+    data = make_report(log, analysis);
+    data.source_root = "/src";  // not the working directory, whose name may hold anything
+  }
+  const SiteRow& row_at(int line) const {
+    for (const SiteRow& r : data.rows) {
+      if (r.site.frame.line == line) return r;
+    }
+    throw std::runtime_error("no row at line " + std::to_string(line));
+  }
+  std::string summary() const {
+    std::ostringstream o;
+    write_summary(o, data, 0);
+    return o.str();
+  }
+  std::string json() const {
+    std::ostringstream o;
+    write_json(o, data);
+    return o.str();
+  }
+  std::string sarif() const {
+    std::ostringstream o;
+    write_sarif(o, data);
+    return o.str();
+  }
+  std::string trace() const {
+    std::ostringstream o;
+    write_trace(o, data);
+    return o.str();
+  }
+};
+
+// The summary line of the site: "#N level [rule] api at file:line in function, ...".
+std::string header_of(const std::string& summary, const std::string& where) {
+  const size_t at = summary.find(" at " + where);
+  if (at == std::string::npos) return "";
+  const size_t begin = summary.rfind('\n', at) + 1;
+  return summary.substr(begin, summary.find('\n', at) - begin);
+}
+
+TEST(NvtxReport, OneRangeIsNamedOnTheSummaryLine) {
+  Copies run;
+  run.log.nvtx_ranges = {{"", "step"}, {"", "copy_inputs"}};
+  // Nested: "copy_inputs" inside "step"; the capture records the innermost, 2.
+  run.copy(1, 2);
+  run.copy(1, 2);
+  run.copy(2, 0);  // outside any range
+  const Reports r(run.log);
+  ASSERT_EQ(r.data.rows.size(), 2u);
+  EXPECT_EQ(r.row_at(10).nvtx, (std::vector<std::pair<uint32_t, uint64_t>>{{2, 2}}));
+  EXPECT_TRUE(r.row_at(20).nvtx.empty());
+  const std::string summary = r.summary();
+  EXPECT_EQ(header_of(summary, "app.cu:10"),
+            "#1 warning [copy-sync-d2h] cudaMemcpy at app.cu:10 in main, in NVTX range \"copy_inputs\"")
+      << summary;
+  EXPECT_EQ(header_of(summary, "app.cu:20"), "#2 warning [copy-sync-d2h] cudaMemcpy at app.cu:20 in step") << summary;
+}
+
+TEST(NvtxReport, SeveralRangesAtOneSiteAreCountedMostFirst) {
+  Copies run;
+  run.log.nvtx_ranges = {{"", "forward"}, {"", "backward"}, {"mylib", "forward"}};
+  for (uint32_t range : {1u, 2u, 2u, 3u, 0u, 2u, 1u}) run.copy(1, range);
+  const Reports r(run.log);
+  ASSERT_EQ(r.data.rows.size(), 1u);
+  const SiteRow& row = r.data.rows[0];
+  EXPECT_EQ(row.count, 7u);
+  // backward 3, then forward 2 (first seen) and mylib's forward 1; the call outside any range is not listed.
+  EXPECT_EQ(row.nvtx, (std::vector<std::pair<uint32_t, uint64_t>>{{2, 3}, {1, 2}, {3, 1}}));
+  EXPECT_EQ(nvtx_text(run.log, row),
+            "in NVTX range \"backward\" for 3 of 7 calls, \"forward\" for 2, \"forward\" (domain \"mylib\") for 1");
+  const std::string json = r.json();
+  EXPECT_NE(json.find("\"nvtx_range\": \"backward\", \"nvtx_ranges\": [{\"name\": \"backward\", \"domain\": \"\", "
+                      "\"count\": 3}, {\"name\": \"forward\", \"domain\": \"\", \"count\": 2}, {\"name\": \"forward\", "
+                      "\"domain\": \"mylib\", \"count\": 1}]"),
+            std::string::npos)
+      << json;
+  const std::string sarif = r.sarif();
+  EXPECT_NE(sarif.find("\"nvtxRange\": \"backward\""), std::string::npos) << sarif;
+  EXPECT_NE(sarif.find("\"domain\": \"mylib\""), std::string::npos) << sarif;
+  EXPECT_NE(sarif.find(" In NVTX range \\\"backward\\\" for 3 of 7 calls"), std::string::npos) << sarif;
+}
+
+TEST(NvtxReport, ManyRangesAreSummarizedOnTheLineAndAllListedInJson) {
+  Copies run;
+  for (int i = 0; i < 6; ++i) run.log.nvtx_ranges.push_back({"", "r" + std::to_string(i)});
+  for (uint32_t range = 1; range <= 6; ++range) run.copy(1, range);
+  const Reports r(run.log);
+  ASSERT_EQ(r.data.rows.size(), 1u);
+  EXPECT_EQ(nvtx_text(run.log, r.data.rows[0]),
+            "in NVTX range \"r0\" for 1 of 6 calls, \"r1\" for 1, \"r2\" for 1, \"r3\" for 1, and 2 more ranges");
+  EXPECT_NE(r.json().find("{\"name\": \"r5\", \"domain\": \"\", \"count\": 1}]"), std::string::npos);
+}
+
+TEST(NvtxReport, NamesAreQuotedWhateverTheyHold) {
+  Copies run;
+  run.log.nvtx_ranges = {{"", "say \"hi\"\n"}};
+  run.copy(1, 1);
+  const Reports r(run.log);
+  EXPECT_EQ(nvtx_text(run.log, r.data.rows[0]), "in NVTX range \"say \\\"hi\\\"\\n\"");
+  EXPECT_NE(r.json().find("\"nvtx_range\": \"say \\\"hi\\\"\\n\""), std::string::npos);
+}
+
+TEST(NvtxReport, TraceCallsCarryTheirRange) {
+  Copies run;
+  run.log.nvtx_ranges = {{"mylib", "forward"}};
+  run.copy(1, 1);
+  run.copy(2, 0);
+  const std::string trace = Reports(run.log).trace();
+  EXPECT_NE(trace.find("\"nvtx_range\": \"forward\", \"nvtx_domain\": \"mylib\""), std::string::npos) << trace;
+  size_t n = 0;
+  for (size_t at = trace.find("\"nvtx_range\""); at != std::string::npos; at = trace.find("\"nvtx_range\"", at + 1)) ++n;
+  EXPECT_EQ(n, 1u);  // only the call that was in a range
+}
+
+// A log without ranges reports exactly as before: no NVTX field anywhere.
+TEST(NvtxReport, WithoutRangesNothingChanges) {
+  Copies run;
+  run.copy(1, 0);
+  run.copy(2, 0);
+  const Reports r(run.log);
+  for (const std::string& text : {r.summary(), r.json(), r.sarif(), r.trace()}) {
+    EXPECT_EQ(text.find("NVTX"), std::string::npos) << text;
+    EXPECT_EQ(text.find("nvtx"), std::string::npos) << text;
+  }
+}
+
+// The ranges survive a recording: the replay reports what the live run did.
+TEST(NvtxReport, ReplayedRecordingReportsTheSameRanges) {
+  Copies run;
+  run.log.nvtx_ranges = {{"", "forward"}, {"mylib", "backward"}};
+  for (uint32_t range : {1u, 2u, 1u}) run.copy(1, range);
+  std::stringstream rec;
+  write_recording(rec, run.log);
+  EventLog back;
+  std::string error;
+  ASSERT_TRUE(read_recording(rec, back, error)) << error;
+  EXPECT_EQ(Reports(back).json(), Reports(run.log).json());
+  EXPECT_EQ(Reports(back).summary(), Reports(run.log).summary());
+}
+
+}  // namespace
+}  // namespace asynccheck::report

@@ -6,7 +6,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <set>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "analysis/recording.h"
 #include "tests/support/expect.h"
@@ -46,11 +50,63 @@ fs::path recordings_dir() {
   return live && *live ? fs::path(live) : kSource / "tests" / "fixtures" / "recordings";
 }
 
+// Runs whose recording is still to be made on a GPU machine (a sample added where there is none): listed, one id
+// (SAMPLE.RUN) a line, in tests/fixtures/recordings/not-yet-recorded.txt. The replay says so instead of failing;
+// the GPU end-to-end test (ASYNCCHECK_RECORDINGS) checks them like every other run.
+std::set<std::string> not_yet_recorded() {
+  std::set<std::string> ids;
+  std::ifstream in(kSource / "tests" / "fixtures" / "recordings" / "not-yet-recorded.txt");
+  for (std::string line; std::getline(in, line);) {
+    if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    if (std::string id; words >> id) ids.insert(id);
+  }
+  return ids;
+}
+
 std::string read_file(const fs::path& p) {
   std::ifstream in(p);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// nvtx= on expect lines (docs/expected-findings.md): the site's findings must all be in that innermost range.
+TEST(SampleExpectations, NvtxRangesAreChecked) {
+  const fs::path file = fs::temp_directory_path() / ("asynccheck_expect_nvtx_" + std::to_string(::getpid()) + ".txt");
+  std::ofstream(file) << "run r prog\n"
+                         "expect copy-sync-d2h cudaMemcpy a.cu:1 nvtx=forward\n"
+                         "expect copy-sync-d2h cudaMemcpy a.cu:2 nvtx=forward nvtx-domain=lib\n"
+                         "expect copy-sync-d2h cudaMemcpy a.cu:3 nvtx=-\n"
+                         "expect copy-sync-d2h cudaMemcpy a.cu:4 nvtx=forward\n"
+                         "expect copy-sync-d2h cudaMemcpy a.cu:5\n";
+  std::vector<expect::Block> blocks;
+  std::string error;
+  ASSERT_TRUE(expect::parse(file, blocks, error)) << error;
+  EventLog log;
+  log.nvtx_ranges = {{"", "forward"}, {"lib", "forward"}};
+  auto row = [](int line, std::vector<std::pair<uint32_t, uint64_t>> nvtx) {
+    report::SiteRow r;
+    r.rule = rules::RuleId::CopySyncD2H;
+    r.api = "cudaMemcpy";
+    r.site.frame.file = "/src/a.cu";
+    r.site.frame.line = line;
+    r.count = 2;
+    r.nvtx = std::move(nvtx);
+    return r;
+  };
+  const std::vector<report::SiteRow> rows = {row(1, {{1, 2}}), row(2, {{2, 2}}), row(3, {}), row(4, {{1, 1}}),
+                                             row(5, {{2, 2}})};
+  EXPECT_EQ(expect::check(blocks[0], rows, log),
+            (std::vector<std::string>{"run r: copy-sync-d2h for cudaMemcpy at a.cu:4 must be in NVTX range \"forward\", "
+                                      "got in NVTX range \"forward\" for 1 of 2 calls"}));
+  std::ofstream(file) << "run r prog\nexpect copy-sync-d2h cudaMemcpy a.cu:1 nvtx-domain=lib\n";
+  EXPECT_FALSE(expect::parse(file, blocks, error));
+  EXPECT_EQ(error, file.string() + ":2: nvtx-domain= needs nvtx=NAME");
+  std::ofstream(file) << "run r prog\nexpect copy-sync-d2h cudaMemcpy a.cu:1 nvtx=a nvtx=b\n";
+  EXPECT_FALSE(expect::parse(file, blocks, error));
+  EXPECT_EQ(error, file.string() + ":2: 'nvtx=a' is not nvtx=NAME, nvtx=- or nvtx-domain=DOMAIN (each at most once)");
+  fs::remove(file);
 }
 
 TEST(SampleExpectations, EveryNamedLineHoldsTheNamedCall) {
@@ -73,8 +129,18 @@ TEST(SampleExpectations, EveryNamedLineHoldsTheNamedCall) {
 
 TEST(SampleExpectations, RecordedRunsMeetTheirExpectations) {
   const fs::path dir = recordings_dir();
+  const bool live = std::getenv("ASYNCCHECK_RECORDINGS") != nullptr;
+  std::set<std::string> pending = live ? std::set<std::string>{} : not_yet_recorded();
   for (const Case& c : all_cases()) {
     const fs::path rec = dir / (c.id() + ".rec");
+    const bool listed = pending.erase(c.id()) > 0;
+    if (listed && fs::exists(rec)) {
+      ADD_FAILURE() << c.id() << " is recorded now: remove it from tests/fixtures/recordings/not-yet-recorded.txt";
+    } else if (listed) {
+      std::cout << "NOT YET RECORDED: " << c.id() << " (replayed once its recording is committed, "
+                << "docs/gpu-testing.md)\n";
+      continue;
+    }
     if (!fs::exists(rec)) {
       ADD_FAILURE() << "no recording " << rec << ": record it on a GPU machine with scripts/record-samples.sh";
       continue;
@@ -88,7 +154,7 @@ TEST(SampleExpectations, RecordedRunsMeetTheirExpectations) {
     const Analysis a = analyze(log, options);
     const report::ReportData data = report::make_report(log, a);
     const auto& rows = data.rows;
-    for (const std::string& failure : expect::check(c.block, rows)) ADD_FAILURE() << c.sample << ": " << failure;
+    for (const std::string& failure : expect::check(c.block, rows, log)) ADD_FAILURE() << c.sample << ": " << failure;
     // The whole report is pinned too, as JSON and as SARIF (fixtures only): any change to rules, attribution or
     // format shows here.
     if (!std::getenv("ASYNCCHECK_RECORDINGS")) {
@@ -107,6 +173,7 @@ TEST(SampleExpectations, RecordedRunsMeetTheirExpectations) {
       }
     }
   }
+  for (const std::string& id : pending) ADD_FAILURE() << "not-yet-recorded.txt names " << id << ", which no expect.txt runs";
 }
 
 }  // namespace

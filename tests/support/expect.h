@@ -16,6 +16,10 @@ struct Line {
   std::string file;
   int line = 0;
   int source_line = 0;  // line in the expect file, for messages
+  // expect only, optional: the NVTX range the site's findings must name (its innermost range), "-" for none; empty
+  // when the line does not say. nvtx_domain: the range's domain ("" = NVTX's default domain).
+  std::string nvtx;
+  std::string nvtx_domain;
 };
 
 struct Block {
@@ -28,7 +32,7 @@ struct Block {
 // Parses an expect.txt; false with "FILE:LINE: what" in `error`.
 bool parse(const std::string& path, std::vector<Block>& blocks, std::string& error);
 
-// Returns one message per unmet line (empty = all met).
-std::vector<std::string> check(const Block& block, const std::vector<report::SiteRow>& rows);
+// Returns one message per unmet line (empty = all met). `log` names the rows' NVTX ranges.
+std::vector<std::string> check(const Block& block, const std::vector<report::SiteRow>& rows, const EventLog& log);
 
 }  // namespace asynccheck::expect

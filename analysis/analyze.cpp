@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/graph_capture.h"
 #include "analysis/names.h"
 
 namespace asynccheck {
@@ -31,6 +32,8 @@ bool takes_stream(ApiKind api) {
     case ApiKind::EventRecord:
     case ApiKind::StreamOrderedAlloc:
     case ApiKind::StreamOrderedFree:
+    case ApiKind::CaptureBegin:
+    case ApiKind::CaptureEnd:
       return true;
     default:
       return false;
@@ -66,6 +69,7 @@ class Analyzer {
     out_.not_observed = log_.carried.not_observed;
     out_.context_creation_ns = log_.carried.context_creation_ns;
     out_.kind_disagreements = log_.carried.kind_disagreements;
+    out_.captured_calls = log_.carried.captured_calls;
     build_index();
     describe_calls();
     for (size_t i = 0; i < log_.calls.size(); ++i) {
@@ -73,10 +77,15 @@ class Analyzer {
     }
     index_op_streams();
     for (size_t i = 0; i < log_.calls.size(); ++i) {
-      if (!log_.calls[i].context_only) judge_host(i);
+      if (log_.calls[i].context_only) continue;
+      if (out_.described[i].captured) {
+        ++out_.captured_calls;  // recorded into a graph: what it costs shows when the graph is launched
+      } else if (!is_capture_error(log_.calls[i].result)) {
+        judge_host(i);
+      }
     }
     for (size_t i = 0; i < log_.calls.size(); ++i) {
-      if (!log_.calls[i].context_only) judge_legacy_stream(i);
+      if (!log_.calls[i].context_only && !out_.described[i].captured) judge_legacy_stream(i);
     }
     std::stable_sort(out_.findings.begin(), out_.findings.end(),
                      [](const Finding& a, const Finding& b) { return a.call < b.call; });
@@ -118,16 +127,20 @@ class Analyzer {
     return it == streams.end() ? StreamKind::Unknown : it->second;
   }
 
-  // Completes each call's description in program order: stream kinds from the streams created so far, event wait
-  // modes, stream-ordered pointers, first launches, memory kinds confirmed by the activity records.
+  // Completes each call's description in program order: stream kinds from the streams created so far, whether
+  // it was captured into a graph, event wait modes, stream-ordered pointers, first launches, memory kinds confirmed
+  // by the activity records.
   void describe_calls() {
     std::unordered_map<uint64_t, StreamKind> streams;
     std::unordered_map<uint64_t, rules::WaitMode> events;
     std::unordered_set<uint64_t> stream_ordered, launched;
+    CaptureTracker capture;
     for (const ApiCall& c : log_.calls) {
       rules::CallDescription d = c.call;
       d.env = log_.run.env;
       if (takes_stream(d.api)) d.stream = stream_kind_of(c, streams);
+      d.captured = false;  // ours to decide, from the capture calls before it
+      if (capture.observe(c, d)) out_.capture_state_calls.push_back(static_cast<size_t>(&c - log_.calls.data()));
       switch (d.api) {
         case ApiKind::StreamCreate:
           streams[c.handle] = (c.flags & kNonBlockingFlag) ? StreamKind::NonBlocking : StreamKind::Blocking;
@@ -331,6 +344,8 @@ class Analyzer {
     } else if (c.call.api == ApiKind::KernelLaunch && f.evidence.by == ReleasedBy::ModuleLoad) {
       f.verdict = Verdict::DocumentedObserved;  // lazy loading of a function we had seen launched through another path
       f.rule = rules::RuleId::FirstLaunchLazyLoading;
+    } else if (f.evidence.by == ReleasedBy::NothingOnGpu && held < opt_.own_cost_threshold_ns) {
+      return;  // a slow call, not a wait: see AnalysisOptions::own_cost_threshold_ns
     } else {
       f.verdict = Verdict::ObservedUndocumented;
       f.rule = rules::RuleId::UndocumentedBlock;

@@ -103,7 +103,9 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     // Work it enqueued and whose record has not come (queued behind other work, however long): until it does,
     // its enqueue time and stream are needed to read that record, so the call stays. Empty copies enqueue nothing.
     const bool empty_copy = (c.call.api == ApiKind::Copy || c.call.api == ApiKind::Memset) && c.call.bytes == 0;
-    const bool waiting_for_work = enqueues_work(c.call.api) && c.result == 0 && !empty_copy && own_ops[i].empty();
+    // A captured command enqueued nothing: its work comes with the graph launch's records.
+    const bool waiting_for_work = enqueues_work(c.call.api) && c.result == 0 && !empty_copy && !a.described[i].captured &&
+                                  own_ops[i].empty();
     const bool settled = c.end_ns < cut && !waiting_for_work;
     if (!settled && !c.context_only) judged[i] = 1;
   }
@@ -125,6 +127,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   }
 
   // Calls whose state later descriptions read (describe_calls in analyze.cpp).
+  for (size_t i : a.capture_state_calls) keep_call[i] = 1;  // capture begin/end, joins, events of a capture
   std::unordered_map<uint64_t, size_t> open_alloc;  // stream-ordered pointer -> the allocation that made it
   for (size_t i = 0; i < n; ++i) {
     const ApiCall& c = log.calls[i];
@@ -179,7 +182,10 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   std::stable_sort(by_end.begin(), by_end.end(), [&](size_t x, size_t y) { return log.ops[x].end_ns < log.ops[y].end_ns; });
   std::stable_sort(by_start.begin(), by_start.end(),
                    [&](size_t x, size_t y) { return log.ops[x].start_ns < log.ops[y].start_ns; });
+  std::vector<char> with_previous(m, 0);  // keep_with_previous already done: windows of judged calls overlap
   auto keep_with_previous = [&](size_t oi) {
+    if (with_previous[oi]) return;
+    with_previous[oi] = 1;
     keep_op[oi] = 1;
     const int64_t prev = streams.previous(oi);
     if (prev >= 0) keep_op[static_cast<size_t>(prev)] = 1;
@@ -313,15 +319,22 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   }
   const uint64_t ctx_now = b.context_creation_ns - log.carried.context_creation_ns;
   const uint64_t kd_now = b.kind_disagreements - log.carried.kind_disagreements;
-  if (ctx_now > a.context_creation_ns || kd_now > a.kind_disagreements) return false;
+  const uint64_t captured_now = b.captured_calls - log.carried.captured_calls;
+  if (ctx_now > a.context_creation_ns || kd_now > a.kind_disagreements || captured_now > a.captured_calls) return false;
   carried.context_creation_ns = a.context_creation_ns - ctx_now;
   carried.kind_disagreements = a.kind_disagreements - kd_now;
+  carried.captured_calls = a.captured_calls - captured_now;
   carried.calls += n - small.calls.size();
   carried.ops += m - small.ops.size();
   small.carried = std::move(carried);
   if (stats) *stats = {n, small.calls.size(), m, small.ops.size()};
   log = std::move(small);
   return true;
+}
+
+bool compacted(const EventLog& log) {
+  if (!log.carried.empty()) return true;
+  return std::any_of(log.calls.begin(), log.calls.end(), [](const ApiCall& c) { return c.context_only; });
 }
 
 }  // namespace asynccheck

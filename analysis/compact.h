@@ -11,7 +11,9 @@
 //    smaller log.
 //  - context_only: calls that create state later calls' descriptions read (stream creation and destruction, event
 //    creation, stream-ordered allocations not yet paired with their stream-ordered free, frees of stream-ordered
-//    pointers, the first launch of each function), and the calls that enqueued a GPU operation that stays.
+//    pointers, the first launch of each function, the calls that changed the capture state: capture begin and
+//    end, a stream joining a capture, an event recorded into or out of one), and the calls that enqueued a GPU
+//    operation that stays. A captured call never waits for work: capture enqueues nothing.
 // Which GPU operations stay: every one that ended after H - margin and the one before it in its stream; those of
 // judged calls and the one before each in its stream; every one a judged call's analysis reads (ending while the
 // call held the host or within the release window after it, in flight when it started, around its legacy-stream
@@ -21,8 +23,9 @@
 // same description and the same findings (evidence included). If not, the log is left as it was (correct, only
 // larger) and compact() returns false.
 //
-// A compacted log is not a recording: write_recording does not write `carried` or `context_only`. The capture
-// compacts only when neither save nor trace output is asked for.
+// A compacted log saved as a recording keeps `carried` and `context_only` (recording.h) and analyzes to the same
+// report, but only at the threshold it was compacted for, and it lacks what a trace draws: the capture does not
+// compact when a trace is asked for, and `asynccheck analyze` refuses another threshold or a trace for it.
 #pragma once
 
 #include <cstddef>
@@ -55,5 +58,8 @@ struct CompactStats {
 // Compacts `log` in place for horizon `horizon_ns` (CUPTI timebase). True when it was replaced by the smaller log;
 // false when nothing could be dropped or the check failed (the log is then unchanged).
 bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& options, CompactStats* stats = nullptr);
+
+// Whether compaction dropped or demoted anything in `log` (then it only analyzes at its run's threshold).
+bool compacted(const EventLog& log);
 
 }  // namespace asynccheck

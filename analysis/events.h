@@ -106,6 +106,8 @@ struct RunInfo {
   std::string program;
   std::vector<std::string> args;
   int pid = 0;
+  int64_t rank = -1;         // rank in an MPI or Slurm job (options.h: kRankVariables); -1 outside one
+  std::string rank_variable; // the environment variable the rank came from ("OMPI_COMM_WORLD_RANK")
   std::string gpu;           // device name
   std::string driver;        // driver version, e.g. "13000"
   std::string cuda_runtime;  // runtime version the program uses, if known
@@ -141,16 +143,17 @@ struct CarriedSite {
 };
 
 // What compaction dropped from the log, so that the analysis of the smaller log reports exactly what the whole
-// log would have. All zero for a log that was never compacted (a recording, the capture with save or trace).
+// log would have. All zero for a log that was never compacted (the capture with trace or compact=0).
 struct Carried {
   uint64_t calls = 0;  // calls dropped (counted in calls_watched)
   uint64_t ops = 0;    // GPU operations dropped (counted in the report's gpu_operations)
   std::map<rules::RuleId, uint64_t> not_observed;  // contributions of calls no longer judged (dropped or context_only)
   uint64_t context_creation_ns = 0;
   uint64_t kind_disagreements = 0;
+  uint64_t captured_calls = 0;        // dropped calls that stream capture had recorded into a graph
   std::vector<CarriedSite> findings;  // one per key
   bool empty() const { return calls == 0 && ops == 0 && not_observed.empty() && context_creation_ns == 0 &&
-                              kind_disagreements == 0 && findings.empty(); }
+                              kind_disagreements == 0 && captured_calls == 0 && findings.empty(); }
 };
 
 // Everything one run produced: what a recording holds and what the analysis reads.
@@ -164,7 +167,7 @@ struct EventLog {
   std::vector<Stack> stacks;   // stack id N is stacks[N - 1]
   std::vector<Symbol> symbols; // resolved frames, so a recording replays with its call sites anywhere
   std::vector<NvtxRange> nvtx_ranges;  // ApiCall::nvtx_range N is nvtx_ranges[N - 1]
-  Carried carried;             // what compaction folded away (not written to recordings: see compact.h)
+  Carried carried;             // what compaction folded away (recordings keep it: see compact.h)
 };
 
 }  // namespace asynccheck

@@ -17,7 +17,7 @@ using rules::WaitMode;
 template <typename Enum, size_t N>
 using Names = std::array<std::pair<Enum, std::string_view>, N>;
 
-constexpr Names<ApiKind, 24> kApiKinds{{
+constexpr Names<ApiKind, 26> kApiKinds{{
     {ApiKind::Copy, "copy"},
     {ApiKind::Memset, "memset"},
     {ApiKind::KernelLaunch, "launch"},
@@ -41,6 +41,8 @@ constexpr Names<ApiKind, 24> kApiKinds{{
     {ApiKind::EventRecord, "event-record"},
     {ApiKind::EventCreate, "event-create"},
     {ApiKind::CacheConfig, "cache-config"},
+    {ApiKind::CaptureBegin, "capture-begin"},
+    {ApiKind::CaptureEnd, "capture-end"},
     {ApiKind::Other, "other"},
 }};
 constexpr Names<CopyDirection, 6> kDirections{{

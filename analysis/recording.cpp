@@ -105,7 +105,8 @@ constexpr std::string_view kOpShape =
 
 void write_call(std::ostream& o, const ApiCall& c) {
   const rules::CallDescription& d = c.call;
-  o << "call " << c.correlation_id << ' ' << c.driver_correlation_id << ' ' << c.start_ns << ' ' << c.end_ns << ' ' << c.thread << ' '
+  // A call that compaction kept as context only (compact.h) is a `ctxcall`: same fields, not judged.
+  o << (c.context_only ? "ctxcall " : "call ") << c.correlation_id << ' ' << c.driver_correlation_id << ' ' << c.start_ns << ' ' << c.end_ns << ' ' << c.thread << ' '
     << name_of(c.domain) << ' ' << c.cbid << ' ' << c.name << ' ' << name_of(d.api) << ' ' << d.async_form << ' '
     << d.per_thread_variant << ' ' << name_of(d.direction) << ' ' << d.bytes << ' ' << name_of(d.src) << ' '
     << name_of(d.dst) << ' ' << name_of(d.stream) << ' ' << d.blocking_streams_pending << ' ' << d.first_launch
@@ -117,10 +118,10 @@ void write_call(std::ostream& o, const ApiCall& c) {
   o << '\n';
 }
 
-bool read_call(Fields& f, ApiCall& c, size_t api_names, size_t nvtx_ranges) {
+bool read_call(Fields& f, std::string_view tag, ApiCall& c, size_t api_names, size_t nvtx_ranges) {
   if (f.size() != kCallTokens && f.size() != kCallTokens + 1) {
     f.fail("expected " + std::to_string(kCallTokens - 1) + " or " + std::to_string(kCallTokens) +
-           " fields after 'call', got " + std::to_string(f.size() - 1) + " (" + std::string(kCallShape) + ")");
+           " fields after '" + std::string(tag) + "', got " + std::to_string(f.size() - 1) + " (" + std::string(kCallShape) + ")");
     return false;
   }
   rules::CallDescription& d = c.call;
@@ -199,6 +200,7 @@ void write_run(std::ostream& o, const RunInfo& r) {
     << " launch_blocking=" << r.env.launch_blocking << " complete=" << r.complete;
   // Optional, so that the recording of an ordinary run stays readable by versions that predate the key.
   if (r.end != "exit") o << " end=" << percent_encode(r.end);
+  if (r.rank >= 0) o << " rank=" << r.rank << " rank_from=" << percent_encode(r.rank_variable);
   o << '\n';
   for (const std::string& a : r.args) o << "arg " << percent_encode(a) << '\n';
 }
@@ -226,10 +228,12 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
     else if (key == "launch_blocking") r.env.launch_blocking = f.flag(key);
     else if (key == "complete") r.complete = f.flag(key);
     else if (key == "end") r.end = f.text(key);
+    else if (key == "rank") r.rank = f.num<uint32_t>(key);  // never negative
+    else if (key == "rank_from") r.rank_variable = f.text(key);
     else {
       error = "run: unknown key '" + key +
               "' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, module_loading, "
-              "launch_blocking, complete, end)";
+              "launch_blocking, complete, end, rank, rank_from)";
       return false;
     }
     if (!f.ok()) {
@@ -277,6 +281,29 @@ bool percent_decode(std::string_view text, std::string& out) {
   return true;
 }
 
+// A compacted log (analysis/compact.h): what compaction folded away. Written only when there is any, so that
+// recordings of runs that kept every event stay readable by versions that predate these lines.
+void write_carried(std::ostream& o, const Carried& c) {
+  if (c.empty()) return;
+  o << "carried " << c.calls << ' ' << c.ops << ' ' << c.context_creation_ns << ' ' << c.kind_disagreements << '\n';
+  for (const auto& [rule, count] : c.not_observed) o << "carried_not_observed " << rules::rule(rule).id << ' ' << count << '\n';
+  for (const CarriedSite& s : c.findings) {
+    o << "carried_site " << s.stack << ' ' << s.name << ' ' << rules::rule(s.rule).id << ' ' << s.count << ' '
+      << s.total_ns << ' ' << s.max_ns << ' ' << s.bytes;
+    // Optional like the call's last field: the site's NVTX range is part of its key (compact.h).
+    if (s.nvtx_range != 0) o << ' ' << s.nvtx_range;
+    o << '\n';
+  }
+}
+
+rules::RuleId read_rule(Fields& f, std::string_view field) {
+  std::string id = f.text(field);
+  if (!f.ok()) return {};
+  if (auto r = rules::find_rule(id)) return *r;
+  f.fail("field '" + std::string(field) + "': '" + id + "' is not a rule id (asynccheck --list-rules lists them)");
+  return {};
+}
+
 void write_recording(std::ostream& o, const EventLog& log) {
   o << kMagic << ' ' << kRecordingVersion << '\n';
   write_run(o, log.run);
@@ -302,6 +329,7 @@ void write_recording(std::ostream& o, const EventLog& log) {
       << percent_encode(log.nvtx_ranges[i].name) << '\n';
   }
   for (const ApiCall& c : log.calls) write_call(o, c);
+  write_carried(o, log.carried);
   for (const GpuOp& op : log.ops) write_op(o, op);
   for (const Mark& m : log.marks) o << "mark " << name_of(m.kind) << ' ' << m.time_ns << ' ' << m.thread << '\n';
   o << "end\n";
@@ -400,9 +428,10 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       if (f.ok() && log.nvtx_ranges.size() >= kMaxNvtxRanges) f.fail("more than " + std::to_string(kMaxNvtxRanges) + " NVTX ranges");
       if (!f.ok()) return fail(what);
       log.nvtx_ranges.push_back(std::move(r));
-    } else if (tag == "call") {
+    } else if (tag == "call" || tag == "ctxcall") {
       ApiCall c;
-      if (!read_call(f, c, log.api_names.size(), log.nvtx_ranges.size())) return fail(what);
+      if (!read_call(f, tag, c, log.api_names.size(), log.nvtx_ranges.size())) return fail(what);
+      c.context_only = tag == "ctxcall";
       if (c.stack > log.stacks.size()) return fail("call refers to stack " + std::to_string(c.stack) + ", which was not declared");
       log.calls.push_back(c);
     } else if (tag == "op") {
@@ -417,10 +446,50 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       m.thread = f.num<uint32_t>("thread");
       if (!f.ok()) return fail(what);
       log.marks.push_back(m);
+    } else if (tag == "carried") {
+      if (!f.count(5, "carried calls ops context_creation_ns kind_disagreements")) return fail(what);
+      log.carried.calls = f.num<uint64_t>("calls");
+      log.carried.ops = f.num<uint64_t>("ops");
+      log.carried.context_creation_ns = f.num<uint64_t>("context_creation_ns");
+      log.carried.kind_disagreements = f.num<uint64_t>("kind_disagreements");
+      if (!f.ok()) return fail(what);
+    } else if (tag == "carried_not_observed") {
+      if (!f.count(3, "carried_not_observed rule count")) return fail(what);
+      const rules::RuleId rule = read_rule(f, "rule");
+      const uint64_t count = f.num<uint64_t>("count");
+      if (f.ok() && log.carried.not_observed.count(rule)) f.fail("rule '" + std::string(rules::rule(rule).id) + "' given twice");
+      if (!f.ok()) return fail(what);
+      log.carried.not_observed[rule] = count;
+    } else if (tag == "carried_site") {
+      if (f.size() != 8 && f.size() != 9) {
+        f.fail("expected 7 or 8 fields after 'carried_site', got " + std::to_string(f.size() - 1) +
+               " (carried_site stack name rule count total_ns max_ns bytes [nvtx])");
+        return fail(what);
+      }
+      CarriedSite site;
+      site.stack = f.num<uint32_t>("stack");
+      site.name = f.num<uint16_t>("name");
+      site.rule = read_rule(f, "rule");
+      site.count = f.num<uint64_t>("count");
+      site.total_ns = f.num<uint64_t>("total_ns");
+      site.max_ns = f.num<uint64_t>("max_ns");
+      site.bytes = f.num<uint64_t>("bytes");
+      if (f.size() == 9) {
+        site.nvtx_range = f.num<uint32_t>("nvtx");
+        if (f.ok() && (site.nvtx_range == 0 || site.nvtx_range > log.nvtx_ranges.size())) {
+          f.fail("field 'nvtx': NVTX range " + std::to_string(site.nvtx_range) + " was not declared by an 'nvtx' line (valid: 1 to " +
+                 std::to_string(log.nvtx_ranges.size()) + ", or no field for none)");
+        }
+      }
+      if (f.ok() && site.stack > log.stacks.size()) f.fail("field 'stack': stack " + std::to_string(site.stack) + " was not declared");
+      if (f.ok() && site.name >= log.api_names.size()) f.fail("field 'name': api index " + std::to_string(site.name) + " was not declared by an 'api' line");
+      if (f.ok() && site.count == 0) f.fail("field 'count': a carried site has at least one finding");
+      if (!f.ok()) return fail(what);
+      log.carried.findings.push_back(site);
     } else if (tag == "end") {
       ended = true;
     } else {
-      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, op, mark, end)");
+      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, end)");
     }
   }
   if (lineno == 0) {

@@ -12,6 +12,11 @@
 //   nvtx <id> <domain> <name>      optional: an NVTX range that `call` lines name, ids 1, 2, ... in order
 //   call <fields...>               one per watched API call (see kCallShape in recording.cpp); an optional last
 //                                  field names the call's innermost NVTX range (absent: none)
+//   ctxcall <fields...>            optional: a call that compaction kept as context only (not judged)
+//   carried <calls> <ops> <context_creation_ns> <kind_disagreements>   optional, for a compacted log
+//   carried_not_observed <rule> <count>                                (analysis/compact.h): what compaction
+//   carried_site <stack> <name> <rule> <count> <total_ns> <max_ns> <bytes> [<nvtx>]   folded away; see events.h
+//                                  Carried (the optional last field: the site's NVTX range, as on `call`)
 //   op <fields...>                 one per GPU operation from the activity records
 //   mark <kind> <time> <thread>    context creation, module loads
 //   end                            written last: a recording without it is incomplete

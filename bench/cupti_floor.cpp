@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "cupti/api_table.h"
 
@@ -107,9 +108,21 @@ bool start(std::string& error) {
     return false;
   }
   cuptiActivityEnableAllSyncRecords(0);
-  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-                                  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                                  CUPTI_ACTIVITY_KIND_DEVICE}) {
+  // CUPTI_FLOOR_KINDS (comma-separated: memcpy, memset, kernel, sync; "none"; default all) measures what each
+  // activity kind costs on its own (docs/performance.md, "What each part of CUPTI costs").
+  const char* kinds = std::getenv("CUPTI_FLOOR_KINDS");
+  auto wanted = [&](const char* name) {
+    if (kinds == nullptr) return true;
+    const std::string list = std::string(",") + kinds + ",";
+    return list.find(std::string(",") + name + ",") != std::string::npos;
+  };
+  std::vector<CUpti_ActivityKind> enabled;
+  if (wanted("memcpy")) enabled.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
+  if (wanted("memset")) enabled.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
+  if (wanted("kernel")) enabled.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (wanted("sync")) enabled.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  if (!enabled.empty()) enabled.push_back(CUPTI_ACTIVITY_KIND_DEVICE);
+  for (CUpti_ActivityKind kind : enabled) {
     r = cuptiActivityEnable(kind);
     if (r != CUPTI_SUCCESS) {
       error = "cuptiActivityEnable(" + std::to_string(static_cast<int>(kind)) + ") failed: " + result_text(r);
@@ -118,7 +131,7 @@ bool start(std::string& error) {
   }
   std::atexit(at_exit);
   if (g_verbose) {
-    say("on: " + std::to_string(callbacks) + " API callbacks, 3 resource callbacks, 5 activity kinds, buffers of " +
+    say("on: " + std::to_string(callbacks) + " API callbacks, 3 resource callbacks, " + std::to_string(enabled.size()) + " activity kinds, buffers of " +
         std::to_string(g_buffer_bytes / 1024) + " KiB");
   }
   return true;

@@ -613,6 +613,38 @@ void host_register(const void* v, ApiCall& o) {
   o.flags = flags_of(p);
 }
 
+// ---- stream capture ----
+
+// cudaStreamBeginCapture(ToGraph) / cuStreamBeginCapture(_v2, ToGraph): the stream, flags = the capture mode
+// (cudaStreamCaptureMode == CUstreamCaptureMode: 0 global, 1 thread-local, 2 relaxed); ToGraph: handle = the graph
+// captured into. The CUDA 10.0 entry point cuStreamBeginCapture takes no mode: flags stays 0.
+template <class P>
+void capture_begin(const void* v, ApiCall& o) {
+  const P& p = as<P>(v);
+  o.stream = stream_of(p);
+  if constexpr (requires { p.mode; }) o.flags = u32(p.mode);
+  if constexpr (requires { p.graph; }) {
+    o.handle = u64(p.graph);
+  } else if constexpr (requires { p.hGraph; }) {
+    o.handle = u64(p.hGraph);
+  }
+}
+
+// cudaStreamEndCapture / cuStreamEndCapture: the stream at entry, the graph made (*pGraph) at exit.
+template <class P>
+void capture_end(const void* v, ApiCall& o) {
+  o.stream = stream_of(as<P>(v));
+}
+template <class P>
+void capture_end_exit(const void* v, ApiCall& o) {
+  const P& p = as<P>(v);
+  if constexpr (requires { p.pGraph; }) {
+    read_out(p.pGraph, o.handle);
+  } else {
+    read_out(p.phGraph, o.handle);
+  }
+}
+
 // ---- synchronization and configuration ----
 
 // cuCtxSynchronize_v2(ctx): the context waited for.
@@ -726,6 +758,12 @@ constexpr bool is_pt(Form f) { return f == Form::SyncPt || f == Form::AsyncPt; }
   R(cudaStreamCreateWithFlags_v5000,       "cudaStreamCreateWithFlags", StreamCreate, Sync, stream_create, stream_create_exit) \
   R(cudaStreamCreateWithPriority_v5050,    "cudaStreamCreateWithPriority", StreamCreate, Sync, stream_create, stream_create_exit) \
   R(cudaStreamDestroy_v5050,               "cudaStreamDestroy",         StreamDestroy, Sync, stream_use, none)     \
+  R(cudaStreamBeginCapture_v10000,         "cudaStreamBeginCapture",    CaptureBegin, Sync,   capture_begin, none) \
+  R(cudaStreamBeginCapture_ptsz_v10000,    "cudaStreamBeginCapture",    CaptureBegin, SyncPt, capture_begin, none) \
+  R(cudaStreamBeginCaptureToGraph_v12030,  "cudaStreamBeginCaptureToGraph", CaptureBegin, Sync,   capture_begin, none) \
+  R(cudaStreamBeginCaptureToGraph_ptsz_v12030, "cudaStreamBeginCaptureToGraph", CaptureBegin, SyncPt, capture_begin, none) \
+  R(cudaStreamEndCapture_v10000,           "cudaStreamEndCapture",      CaptureEnd, Sync,   capture_end, capture_end_exit) \
+  R(cudaStreamEndCapture_ptsz_v10000,      "cudaStreamEndCapture",      CaptureEnd, SyncPt, capture_end, capture_end_exit) \
   /* ---- runtime: allocation and free ---- */                                                                   \
   R(cudaMalloc_v3020,                      "cudaMalloc",                DeviceAlloc, Sync,   alloc, alloc_exit)    \
   R(cudaMallocPitch_v3020,                 "cudaMallocPitch",           DeviceAlloc, Sync,   alloc, alloc_exit)    \
@@ -889,6 +927,14 @@ constexpr bool is_pt(Form f) { return f == Form::SyncPt || f == Form::AsyncPt; }
   D(cuStreamCreateWithPriority,   "cuStreamCreateWithPriority", StreamCreate, Sync, stream_create, stream_create_exit) \
   D(cuStreamDestroy,              "cuStreamDestroy",     StreamDestroy, Sync, stream_use, none)                    \
   D(cuStreamDestroy_v2,           "cuStreamDestroy",     StreamDestroy, Sync, stream_use, none)                    \
+  D(cuStreamBeginCapture,         "cuStreamBeginCapture", CaptureBegin, Sync,   capture_begin, none)             \
+  D(cuStreamBeginCapture_ptsz,    "cuStreamBeginCapture", CaptureBegin, SyncPt, capture_begin, none)             \
+  D(cuStreamBeginCapture_v2,      "cuStreamBeginCapture", CaptureBegin, Sync,   capture_begin, none)             \
+  D(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", CaptureBegin, SyncPt, capture_begin, none)             \
+  D(cuStreamBeginCaptureToGraph,  "cuStreamBeginCaptureToGraph", CaptureBegin, Sync,   capture_begin, none)      \
+  D(cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph", CaptureBegin, SyncPt, capture_begin, none)  \
+  D(cuStreamEndCapture,           "cuStreamEndCapture",   CaptureEnd, Sync,   capture_end, capture_end_exit)     \
+  D(cuStreamEndCapture_ptsz,      "cuStreamEndCapture",   CaptureEnd, SyncPt, capture_end, capture_end_exit)     \
   /* ---- driver: allocation and free ---- */                                                                    \
   D(cuMemAlloc,                   "cuMemAlloc",          DeviceAlloc, Sync, alloc, alloc_exit)                     \
   D(cuMemAlloc_v2,                "cuMemAlloc",          DeviceAlloc, Sync, alloc, alloc_exit)                     \

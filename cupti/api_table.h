@@ -52,6 +52,8 @@ std::span<const ApiSpec> watched_apis();
 //   alloc      bytes requested (entry), flags (host alloc / host register / managed attach flags), stream (stream
 //              ordered); handle = the allocation (exit). free/unregister: handle = the pointer (array for
 //              cudaFreeArray), stream for stream-ordered frees. host register: handle = the pointer, bytes, flags.
+//   capture    begin: stream, flags = the capture mode (0 global, 1 thread-local, 2 relaxed), handle = the graph
+//              captured into (ToGraph forms). end: stream; handle = the graph made (exit).
 //   cache cfg  function (cudaFuncSetCacheConfig/cuFuncSetCacheConfig), flags = the requested cudaFuncCache value.
 // `params` may be null (only the spec fields are filled then). Pointers inside the parameters (copy descriptors,
 // launch configs, batch arrays) are read after a null check.

@@ -1,5 +1,6 @@
 #include "interpose/capture.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -41,6 +42,9 @@ struct ThreadLog {
   // When the outermost call in flight on this thread started (0: none), for the compaction's horizon: a call
   // still open may need GPU work and calls around its start. Cleared only after the call is in `calls`.
   std::atomic<uint64_t> open_since{0};
+  // Calls in `calls` (a relaxed copy of its size), so that the compaction thread sees when enough have piled up
+  // to start a round without taking the lock.
+  std::atomic<size_t> pending{0};
 };
 
 struct Global {
@@ -58,16 +62,29 @@ struct Global {
   bool compact = false;
   rules::Environment env;
   std::mutex central_mu;  // the compaction thread vs finish()
-  EventLog central;
+  EventLog central;       // compacted so far: everything that started before backlog_calls' first call
+  // Taken from the threads but not yet compacted, sorted by start: a round moves it into `central` a chunk at a
+  // time, so that each compaction (and the wait of finish() for one) stays short however much piled up.
+  std::vector<ApiCall> backlog_calls;
+  std::vector<GpuOp> backlog_ops;
+  Stats stats;            // guarded by central_mu
   std::mutex stop_mu;
   std::condition_variable stop_cv;
   bool stop = false;     // guarded by stop_mu
   bool stopped = false;  // the compaction thread has left its loop; guarded by stop_mu
 };
 
-// Short enough that what accumulates between two rounds stays small (a launch-bound loop makes ~0.5M calls a
-// second), long enough that the rounds' own cost stays off the profile.
-constexpr auto kCompactInterval = std::chrono::milliseconds(200);
+// A round starts when the threads hold kRoundCalls calls, or kRoundInterval after the last one, whichever comes
+// first (checked every kPoll). Each compaction moves at most kChunkCalls calls into `central`: its temporary
+// memory is a few hundred bytes per call of the chunk and of what the margin keeps (analysis/compact.h), so
+// these bound the memory of a round (~10-20 MiB) and its duration (tens of ms), hence how long finish() waits.
+constexpr auto kPoll = std::chrono::milliseconds(10);
+constexpr auto kRoundInterval = std::chrono::milliseconds(100);
+constexpr size_t kRoundCalls = 32 * 1024;
+constexpr size_t kChunkCalls = 32 * 1024;
+// Shorter than compact.h's default (50 ms): at a launch-bound loop's ~0.5M calls a second, what the margin keeps
+// is analyzed again in every chunk. Records of finished work reach us at the flush that starts each round.
+constexpr uint64_t kMarginNs = 20'000'000;
 
 Global& global() {
   static Global* g = new Global;  // never destroyed: CUPTI may call back while the process exits
@@ -213,6 +230,7 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
   c.thread = log.thread;
   std::lock_guard lock(log.mu);
   log.calls.push_back(c);
+  log.pending.store(log.calls.size(), std::memory_order_relaxed);
 }
 
 void on_mark(MarkKind kind) {
@@ -223,32 +241,49 @@ void on_mark(MarkKind kind) {
   g.marks.push_back(m);
 }
 
-// One round: move what every thread captured, and the GPU work decoded so far, into `central`, then compact it
-// up to the horizon: now, or the start of the oldest call still in flight on any thread.
-void compact_round(Global& g) {
+template <typename T, typename Less>
+void merge_into(std::vector<T>& into, std::vector<T>&& more, Less less) {
+  const size_t mid = into.size();
+  into.insert(into.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  std::stable_sort(into.begin() + static_cast<std::ptrdiff_t>(mid), into.end(), less);
+  std::inplace_merge(into.begin(), into.begin() + static_cast<std::ptrdiff_t>(mid), into.end(), less);
+}
+
+bool by_start_call(const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; }
+bool by_start_op(const GpuOp& a, const GpuOp& b) { return a.start_ns < b.start_ns; }
+
+// Moves what every thread captured, and the GPU work decoded so far, into the backlog. Returns the horizon the
+// backlog may be compacted to: now, or the start of the oldest call still in flight on any thread (that call is in
+// no buffer yet, and the calls and GPU work around its start may matter to it).
+uint64_t take_from_threads(Global& g) {
   const uint64_t now = cupti::timestamp();
   cupti::flush_activity();
   std::vector<GpuOp> ops = cupti::take_ops();
-  std::vector<ApiCall> calls;
   std::vector<ThreadLog*> threads;
-  std::vector<Mark> marks;
+  std::vector<Mark> marks;  // all of them, every round: module loads and context creations explain host time
   {
     std::lock_guard lock(g.mu);
     threads = g.threads;
     marks = g.marks;
   }
   uint64_t horizon = now;
+  std::vector<ApiCall> calls;
   for (ThreadLog* t : threads) {
     // The thread waits on its lock while we hold it: only swap buffers here (and at most one allocation, so that
     // the fresh buffer has the capacity one interval needed and the thread does not reallocate as it appends);
-    // the copy happens outside.
+    // the copy happens outside. A thread stopped while holding its lock (a signal) is skipped, and stays open.
     std::vector<ApiCall> taken, fresh;
-    fresh.reserve(4096);
+    const size_t expected = t->pending.load(std::memory_order_relaxed);
+    fresh.reserve(std::max<size_t>(4096, expected));
+    if (!lock_within(t->mu, std::chrono::milliseconds(50))) {
+      horizon = 0;
+      continue;
+    }
     {
-      std::lock_guard lock(t->mu);
-      if (fresh.capacity() < t->calls.size()) fresh.reserve(t->calls.size());
+      std::lock_guard lock(t->mu, std::adopt_lock);
       taken.swap(t->calls);
       t->calls.swap(fresh);
+      t->pending.store(0, std::memory_order_relaxed);
       // Read under the lock: a call open now is not in `taken` and bounds the horizon; a call that starts after
       // this read starts after `now`.
       const uint64_t since = t->open_since.load(std::memory_order_acquire);
@@ -256,27 +291,89 @@ void compact_round(Global& g) {
     }
     calls.insert(calls.end(), taken.begin(), taken.end());
   }
+  std::stable_sort(calls.begin(), calls.end(), by_start_call);
+  std::stable_sort(ops.begin(), ops.end(), by_start_op);
   std::lock_guard lock(g.central_mu);
+  g.central.marks = std::move(marks);
+  merge_into(g.backlog_calls, std::move(calls), by_start_call);
+  merge_into(g.backlog_ops, std::move(ops), by_start_op);
+  g.stats.peak_backlog = std::max<uint64_t>(g.stats.peak_backlog, g.backlog_calls.size());
+  return horizon;
+}
+
+// Moves the backlog's next chunk into `central` and compacts it. Everything that started before the backlog's
+// next call is then in `central` (calls are taken whole, the GPU work by its start), so that call's start bounds
+// the horizon too.
+void compact_chunk(Global& g, uint64_t taken_horizon) {
+  std::lock_guard lock(g.central_mu);
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t k = std::min(kChunkCalls, g.backlog_calls.size());
+  const uint64_t next = k < g.backlog_calls.size() ? g.backlog_calls[k].start_ns : UINT64_MAX;
+  std::vector<ApiCall> calls(std::make_move_iterator(g.backlog_calls.begin()),
+                             std::make_move_iterator(g.backlog_calls.begin() + static_cast<std::ptrdiff_t>(k)));
+  g.backlog_calls.erase(g.backlog_calls.begin(), g.backlog_calls.begin() + static_cast<std::ptrdiff_t>(k));
+  auto op_end = std::lower_bound(g.backlog_ops.begin(), g.backlog_ops.end(), next,
+                                 [](const GpuOp& op, uint64_t t) { return op.start_ns < t; });
+  std::vector<GpuOp> ops(std::make_move_iterator(g.backlog_ops.begin()), std::make_move_iterator(op_end));
+  g.backlog_ops.erase(g.backlog_ops.begin(), op_end);
   EventLog& c = g.central;
-  c.calls.insert(c.calls.end(), calls.begin(), calls.end());
-  c.ops.insert(c.ops.end(), ops.begin(), ops.end());
-  std::stable_sort(c.calls.begin(), c.calls.end(), [](const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; });
-  std::stable_sort(c.ops.begin(), c.ops.end(), [](const GpuOp& a, const GpuOp& b) { return a.start_ns < b.start_ns; });
-  c.marks = std::move(marks);
+  merge_into(c.calls, std::move(calls), by_start_call);
+  merge_into(c.ops, std::move(ops), by_start_op);
   c.run.threshold_ns = g.threshold_ns;
   c.run.env = g.env;
   CompactOptions options;
   options.analysis.threshold_ns = g.threshold_ns;
-  compact(c, horizon, options);  // false: nothing to drop yet, or the check refused (the log stays whole)
+  options.margin_ns = kMarginNs;
+  // false: nothing to drop yet, or the check refused (the log stays whole and correct, only larger).
+  if (!compact(c, std::min(taken_horizon, next), options)) ++g.stats.refused_or_unchanged;
+  ++g.stats.chunks;
+  g.stats.largest_chunk = std::max<uint64_t>(g.stats.largest_chunk, k);
+  const uint64_t ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  g.stats.compact_ns += ns;
+  g.stats.longest_chunk_ns = std::max(g.stats.longest_chunk_ns, ns);
+  g.stats.kept_calls = c.calls.size();
+  g.stats.kept_ops = c.ops.size();
+  g.stats.compacted_calls = c.carried.calls;
+}
+
+size_t pending_calls(Global& g) {
+  size_t n = 0;
+  std::lock_guard lock(g.mu);
+  for (ThreadLog* t : g.threads) n += t->pending.load(std::memory_order_relaxed);
+  return n;
 }
 
 void compaction_loop() {
   Global& g = global();
+  auto last = std::chrono::steady_clock::now();
   std::unique_lock lock(g.stop_mu);
   while (!g.stop) {
-    if (g.stop_cv.wait_for(lock, kCompactInterval, [&] { return g.stop; })) break;
+    if (g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop; })) break;
     lock.unlock();
-    compact_round(g);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last >= kRoundInterval || pending_calls(g) >= kRoundCalls) {
+      last = now;
+      const uint64_t horizon = take_from_threads(g);
+      {
+        std::lock_guard cl(g.central_mu);
+        ++g.stats.rounds;
+      }
+      // Chunk by chunk, looking for stop() in between: finish() waits for one chunk at most.
+      while (true) {
+        {
+          std::lock_guard sl(g.stop_mu);
+          if (g.stop) break;
+        }
+        {
+          std::lock_guard cl(g.central_mu);
+          if (g.backlog_calls.empty()) break;
+        }
+        compact_chunk(g, horizon);
+      }
+      // The chunks' temporaries leave holes in the heap that glibc keeps: give them back.
+      malloc_trim(0);
+    }
     lock.lock();
   }
   g.stopped = true;
@@ -295,6 +392,13 @@ bool stop_compaction(std::chrono::milliseconds deadline) {
 }
 
 }  // namespace
+
+Stats stats() {
+  Global& g = global();
+  if (!lock_within(g.central_mu)) return {};
+  std::lock_guard lock(g.central_mu, std::adopt_lock);
+  return g.stats;
+}
 
 void set_compaction(bool on, const rules::Environment& env) {
   Global& g = global();
@@ -337,6 +441,12 @@ EventLog finish() {
   if (stop_compaction(std::chrono::milliseconds(2000)) && lock_within(g.central_mu)) {
     std::lock_guard lock(g.central_mu, std::adopt_lock);
     log = std::move(g.central);
+    log.calls.insert(log.calls.end(), g.backlog_calls.begin(), g.backlog_calls.end());
+    log.ops.insert(log.ops.end(), g.backlog_ops.begin(), g.backlog_ops.end());
+    g.backlog_calls.clear();
+    g.backlog_ops.clear();
+    g.stats.kept_calls = log.calls.size();
+    g.stats.kept_ops = log.ops.size();
   } else if (g.compact) {
     complete = false;
   }

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -163,6 +164,20 @@ std::string end_text(EndKind kind, int sig) {
   return "exit";
 }
 
+// The `stats` option's line: what compaction did (capture.h Stats) and the process's peak memory.
+std::string stats_line(const EventLog& log) {
+  const capture::Stats st = capture::stats();
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::ostringstream o;
+  o << "stats: " << log.calls.size() << " calls and " << log.ops.size() << " GPU operations kept for the report, "
+    << log.carried.calls << " calls and " << log.carried.ops << " operations compacted away; " << st.rounds
+    << " rounds, " << st.chunks << " chunks (largest " << st.largest_chunk << " calls, longest "
+    << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, " << static_cast<double>(st.compact_ns) / 1e6 << " ms in all), backlog peak "
+    << st.peak_backlog << " calls; peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
+  return o.str();
+}
+
 // The report itself (not async-signal-safe): on the exiting thread at exit, on the reporter thread otherwise.
 void write_report(EndKind kind, int sig) {
   // Writing the summary to a closed pipe (`app 2>&1 | head`) must not kill the program with SIGPIPE at its exit:
@@ -186,6 +201,7 @@ void write_report(EndKind kind, int sig) {
   info.complete = kind == EndKind::Exit && log.run.complete;
   log.run = info;
   report::emit(log, *g_options, *g_inputs);
+  if (g_options->stats) say(stats_line(log));
 
   sigpending(&pending);
   if (!pipe_was_pending && sigismember(&pending, SIGPIPE) == 1 && sigismember(&old_mask, SIGPIPE) != 1) {
@@ -450,6 +466,9 @@ void start(Origin) {
   read_command_line(*g_run);
   g_run->driver = read_driver_version();
   g_run->pid = static_cast<int>(getpid());
+  const Rank rank = process_rank();  // names the report (%r) and says which rank it is
+  g_run->rank = rank.value;
+  g_run->rank_variable = rank.variable;
   g_owner.store(static_cast<pid_t>(g_run->pid), std::memory_order_release);
   g_run->env = read_environment();
   // Under secure execution (setuid/setgid) the environment is not ours to trust: ignore its options.
@@ -464,14 +483,15 @@ void start(Origin) {
   };
   if (env && !parse_options(env, *g_options, error)) return monitoring_off("ASYNCCHECK_OPTIONS: " + error);
   if (g_options->help) say(options_help());
-  if (!report::prepare_report(*g_options, g_run->pid, *g_inputs, error)) return monitoring_off(error);
+  if (!report::prepare_report(*g_options, g_run->pid, rank, *g_inputs, error)) return monitoring_off(error);
   // Exit handlers run in reverse order of registration. The one registered at the first watched call runs
   // before the CUDA runtime's own teardown (registered during that call); the one registered now is the fallback
   // for a program that never finishes a watched call. The report is written once.
-  // Compaction drops events that a saved recording or a trace would need: only without them.
+  // Compaction drops events that a trace draws: not with one. A saved recording of a compacted run carries what
+  // was folded away (recording.h) and analyzes to the same report at the same threshold.
   OutputFiles files;
   output_files(*g_options, files, error);  // validated with the options
-  capture::set_compaction(g_options->compact && g_options->save.empty() && files.trace.empty(), g_run->env);
+  capture::set_compaction(g_options->compact && files.trace.empty(), g_run->env);
   if (!capture::start(g_options->threshold, g_options->activity_buffer_kb * 1024,
                       [] { std::atexit(report_at_exit); }, error)) {
     if (error.rfind(cupti::kHeldByUs, 0) == 0) {

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace asynccheck {
@@ -190,11 +193,56 @@ bool output_files(const Options& o, OutputFiles& out, std::string& error) {
   return true;
 }
 
-std::string expand_path(std::string_view pattern, int pid) {
+namespace {
+
+// A rank or size as launchers write it: decimal digits only, at most 9 of them (no sign, no spaces).
+std::optional<int64_t> whole_number(const char* text) {
+  if (!text) return std::nullopt;
+  const std::string_view s(text);
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  int64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+}  // namespace
+
+Rank rank_from(const char* (*getenv)(const char*)) {
+  static constexpr std::pair<std::string_view, std::string_view> kSizeOf[] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"},
+      {"PMI_RANK", "PMI_SIZE"}, {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
+  Rank rank;
+  for (std::string_view name : kRankVariables) {
+    const std::optional<int64_t> v = whole_number(getenv(std::string(name).c_str()));
+    if (!v) continue;
+    rank.value = *v;
+    rank.variable = name;
+    for (const auto& [r, size] : kSizeOf) {
+      if (r != name) continue;
+      if (const std::optional<int64_t> n = whole_number(getenv(std::string(size).c_str()))) {
+        rank.world_size = static_cast<uint64_t>(*n);
+        rank.size_variable = size;
+      }
+    }
+    break;
+  }
+  return rank;
+}
+
+Rank process_rank() {
+  return rank_from([](const char* name) -> const char* { return secure_getenv(name); });
+}
+
+bool per_process_path(std::string_view path) {
+  return path.find("%p") != std::string_view::npos || path.find("%r") != std::string_view::npos;
+}
+
+std::string expand_path(std::string_view pattern, int pid, int64_t rank) {
   std::string out;
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
       if (pattern[i + 1] == 'p') { out += std::to_string(pid); ++i; continue; }
+      if (pattern[i + 1] == 'r') { out += std::to_string(rank >= 0 ? rank : pid); ++i; continue; }
       if (pattern[i + 1] == 'h') {
         char host[256] = {};
         if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';

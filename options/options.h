@@ -46,7 +46,28 @@ bool output_files(const Options& opts, OutputFiles& out, std::string& error);
 bool parse_duration(std::string_view text, uint64_t& ns);
 std::string format_duration_option(uint64_t ns);
 
-// Expands %p (pid) and %h (host name) in an output path.
-std::string expand_path(std::string_view pattern, int pid);
+// The rank of a process in an MPI or Slurm job, from the first of kRankVariables that holds a whole number
+// (at most 9 digits; a variable holding anything else is passed over). Launcher-specific variables come before
+// Slurm's: under `mpirun` inside a Slurm allocation, SLURM_PROCID is the batch step's (0 for every rank).
+inline constexpr std::string_view kRankVariables[] = {"OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "PMIX_RANK",
+                                                      "PMI_RANK", "SLURM_PROCID"};
+struct Rank {
+  int64_t value = -1;        // -1: no rank (not in an MPI or Slurm job)
+  std::string variable;      // the variable it came from
+  uint64_t world_size = 0;   // processes in the job, from the same launcher's size variable; 0 = not known
+  std::string size_variable;
+  bool known() const { return value >= 0; }
+};
+// `getenv` is the lookup (tests pass their own); the size comes from the variable paired with the rank's:
+// OMPI_COMM_WORLD_SIZE, MV2_COMM_WORLD_SIZE, PMI_SIZE, SLURM_STEP_NUM_TASKS (PMIX_RANK has none).
+Rank rank_from(const char* (*getenv)(const char*));
+Rank process_rank();  // from this process's environment (secure_getenv)
+
+// Expands %p (pid), %h (host name) and %r (the rank; the pid when `rank` is unknown, so that names stay one per
+// process outside MPI) in an output path.
+std::string expand_path(std::string_view pattern, int pid, int64_t rank = -1);
+
+// True when `path` names one file per process: it holds %p or %r.
+bool per_process_path(std::string_view path);
 
 }  // namespace asynccheck

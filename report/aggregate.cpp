@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <map>
-#include <tuple>
 
 #include "report/baseline.h"
 #include "report/report.h"
@@ -8,33 +7,79 @@
 namespace asynccheck::report {
 namespace {
 
-void count_range(SiteRow& row, uint32_t range, uint64_t n) {
+// Findings are counted per range id while aggregating, then named (resolve_ranges): ids are the log's.
+void count_range(std::vector<std::pair<uint32_t, uint64_t>>& counts, uint32_t range, uint64_t n) {
   if (range == 0 || n == 0) return;
-  for (auto& [id, count] : row.nvtx) {
+  for (auto& [id, count] : counts) {
     if (id == range) {
       count += n;
       return;
     }
   }
-  row.nvtx.emplace_back(range, n);
+  counts.emplace_back(range, n);
+}
+
+std::vector<RangeCount> resolve_ranges(const EventLog& log, const std::vector<std::pair<uint32_t, uint64_t>>& counts) {
+  std::vector<RangeCount> out;
+  for (const auto& [id, count] : counts) {
+    const NvtxRange& r = nvtx_range(log, id);
+    add_range(out, r.name, r.domain, count);
+  }
+  sort_ranges(out);
+  return out;
 }
 
 }  // namespace
 
+const NvtxRange& nvtx_range(const EventLog& log, uint32_t id) {
+  static const NvtxRange kUnknown{"", "?"};
+  return id > 0 && id <= log.nvtx_ranges.size() ? log.nvtx_ranges[id - 1] : kUnknown;
+}
+
+void add_range(std::vector<RangeCount>& ranges, const std::string& name, const std::string& domain, uint64_t n) {
+  if (n == 0) return;
+  for (RangeCount& r : ranges) {
+    if (r.name == name && r.domain == domain) {
+      r.count += n;
+      return;
+    }
+  }
+  ranges.push_back(RangeCount{name, domain, n});
+}
+
+void sort_ranges(std::vector<RangeCount>& ranges) {
+  std::stable_sort(ranges.begin(), ranges.end(), [](const RangeCount& a, const RangeCount& b) { return a.count > b.count; });
+}
+
+std::string site_key(const CallSite& site, rules::RuleId rule, std::string_view api) {
+  // Calls without a resolvable site are grouped per API so that they still aggregate. NUL separates the parts:
+  // no name holds one.
+  std::string key = site.known() ? site.where() + '\0' + site.frame.function : "?";
+  return key + '\0' + std::to_string(static_cast<int>(rule)) + '\0' + std::string(api);
+}
+
+SiteExample describe_finding(const EventLog& log, const Analysis& analysis, const Finding& f) {
+  SiteExample e;
+  e.predicted = rules::rule(f.predicted).id;
+  if (f.call < analysis.predicted.size()) e.predicted_behavior = rules::host_behavior_text(analysis.predicted[f.call].host);
+  e.released_by = released_by_text(f.evidence.by);
+  e.evidence = evidence_text(log, f);
+  e.note = f.note;
+  return e;
+}
+
 std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, const std::vector<CallSite>& sites) {
-  std::map<std::tuple<std::string, int, std::string>, size_t> index;  // (where, rule, api) -> row
+  std::map<std::string, size_t> index;  // site_key -> row
   std::vector<SiteRow> rows;
   std::vector<std::vector<uint64_t>> samples;
+  std::vector<std::vector<std::pair<uint32_t, uint64_t>>> ranges;  // per row: NVTX range id -> findings
   for (size_t i = 0; i < analysis.findings.size(); ++i) {
     const Finding& f = analysis.findings[i];
     const ApiCall& c = log.calls[f.call];
     CallSite site;
     if (c.stack > 0 && c.stack <= sites.size()) site = sites[c.stack - 1];
     const std::string api = c.name < log.api_names.size() ? log.api_names[c.name] : "?";
-    // Calls without a resolvable site are grouped per API so that they still aggregate.
-    const std::string where = site.known() ? site.where() + "|" + site.frame.function : "?";
-    auto key = std::make_tuple(where, static_cast<int>(f.rule), api);
-    auto [it, inserted] = index.try_emplace(key, rows.size());
+    auto [it, inserted] = index.try_emplace(site_key(site, f.rule, api), rows.size());
     if (inserted) {
       SiteRow row;
       row.rule = f.rule;
@@ -43,9 +88,11 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
       row.api = api;
       row.site = site;
       row.example = i;
+      row.shown = describe_finding(log, analysis, f);
       row.gpu_side = f.rule == rules::RuleId::LegacyStreamSerialization;
       rows.push_back(std::move(row));
       samples.emplace_back();
+      ranges.emplace_back();
     }
     SiteRow& row = rows[it->second];
     const uint64_t t = row.gpu_side ? f.gpu_delay_ns : f.held_ns;
@@ -53,7 +100,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     row.total_ns += t;
     row.max_ns = std::max(row.max_ns, t);
     row.bytes += c.call.bytes;
-    count_range(row, c.nvtx_range, 1);
+    count_range(ranges[it->second], c.nvtx_range, 1);
     samples[it->second].push_back(t);
   }
   // Findings that compaction folded away (analysis/compact.h): their counts, times and bytes join their row; the
@@ -62,22 +109,21 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     CallSite site;
     if (cs.stack > 0 && cs.stack <= sites.size()) site = sites[cs.stack - 1];
     const std::string api = cs.name < log.api_names.size() ? log.api_names[cs.name] : "?";
-    const std::string where = site.known() ? site.where() + "|" + site.frame.function : "?";
-    auto it = index.find(std::make_tuple(where, static_cast<int>(cs.rule), api));
+    auto it = index.find(site_key(site, cs.rule, api));
     if (it == index.end()) continue;
     SiteRow& row = rows[it->second];
     row.count += cs.count;
     row.total_ns += cs.total_ns;
     row.max_ns = std::max(row.max_ns, cs.max_ns);
     row.bytes += cs.bytes;
-    count_range(row, cs.nvtx_range, cs.count);
+    count_range(ranges[it->second], cs.nvtx_range, cs.count);
   }
   for (size_t r = 0; r < rows.size(); ++r) {
     rows[r].fingerprint = fingerprint(rows[r]);
     auto& s = samples[r];
     std::nth_element(s.begin(), s.begin() + static_cast<long>(s.size() / 2), s.end());
     rows[r].median_ns = s[s.size() / 2];
-    std::stable_sort(rows[r].nvtx.begin(), rows[r].nvtx.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    rows[r].nvtx = resolve_ranges(log, ranges[r]);
   }
   // Worst first: by time lost, then the more severe level, then the first seen.
   std::stable_sort(rows.begin(), rows.end(), [](const SiteRow& a, const SiteRow& b) {

@@ -34,51 +34,87 @@ std::string quote(std::string_view s) { return json_string(s); }
 
 void frame_json(std::ostream& o, const Frame& f) {
   o << "{\"function\": " << quote(f.function) << ", \"file\": " << quote(f.file) << ", \"line\": " << f.line
-    << ", \"module\": " << quote(f.module) << "}";
+    << ", \"module\": " << quote(f.module) << ", \"offset\": " << f.offset << ", \"ip\": " << f.ip << "}";
+}
+
+void rank_json(std::ostream& o, int64_t rank, const std::string& variable) {
+  o << "\"rank\": ";
+  if (rank >= 0) o << rank;
+  else o << "null";
+  o << ", \"rank_variable\": " << quote(variable);
+}
+
+// A merge: every process it combines, as its own report described it.
+void processes_json(std::ostream& o, const std::vector<ProcessInfo>& processes) {
+  o << "  \"processes\": [";
+  for (size_t i = 0; i < processes.size(); ++i) {
+    const ProcessInfo& p = processes[i];
+    const RunInfo& r = p.run;
+    o << (i ? ",\n" : "\n") << "    {\"file\": " << quote(p.file) << ", \"program\": " << quote(r.program)
+      << ", \"pid\": " << r.pid << ", ";
+    rank_json(o, r.rank, r.rank_variable);
+    o << ", \"gpu\": " << quote(r.gpu) << ", \"monitoring\": " << quote(r.monitoring)
+      << ", \"complete\": " << (r.complete ? "true" : "false") << ", \"end\": " << quote(r.end)
+      << ", \"dropped_records\": " << r.dropped_records << ", \"threshold_ns\": " << r.threshold_ns
+      << ", \"calls_watched\": " << p.calls_watched << ", \"gpu_operations\": " << p.gpu_operations << "}";
+  }
+  o << (processes.empty() ? "],\n" : "\n  ],\n");
+}
+
+void shares_json(std::ostream& o, const std::vector<ProcessShare>& shares) {
+  o << ", \"processes\": [";
+  for (size_t k = 0; k < shares.size(); ++k) {
+    const ProcessShare& p = shares[k];
+    o << (k ? ", " : "") << "{\"pid\": " << p.pid << ", \"rank\": ";
+    if (p.rank >= 0) o << p.rank;
+    else o << "null";
+    o << ", \"count\": " << p.count << ", \"total_ns\": " << p.total_ns << ", \"max_ns\": " << p.max_ns << "}";
+  }
+  o << "]";
 }
 
 }  // namespace
 
 // Schema (version 1) is documented in docs/report-format.md.
 void write_json(std::ostream& o, const ReportData& data) {
-  const EventLog& log = *data.log;
-  const Analysis& a = *data.analysis;
   const std::vector<SiteRow>& rows = data.rows;
-  const RunInfo& r = log.run;
+  const RunInfo& r = data.run;
+  const RunTotals& t = data.totals;
   o << "{\n  \"schema\": \"asynccheck-report\",\n  \"version\": " << kJsonSchemaVersion << ",\n";
   o << "  \"run\": {\"program\": " << quote(r.program) << ", \"args\": [";
   for (size_t i = 0; i < r.args.size(); ++i) o << (i ? ", " : "") << quote(r.args[i]);
-  o << "], \"pid\": " << r.pid << ", \"gpu\": " << quote(r.gpu) << ", \"driver\": " << quote(r.driver)
+  o << "], \"pid\": " << r.pid << ", ";
+  rank_json(o, r.rank, r.rank_variable);
+  o << ", \"gpu\": " << quote(r.gpu) << ", \"driver\": " << quote(r.driver)
     << ", \"monitoring\": " << quote(r.monitoring) << ", \"complete\": " << (r.complete ? "true" : "false")
     << ", \"end\": " << quote(r.end) << ", \"dropped_records\": " << r.dropped_records
     << ", \"threshold_ns\": " << r.threshold_ns
     << ", \"module_loading\": " << quote(name_of(r.env.module_loading))
-    << ", \"launch_blocking\": " << (r.env.launch_blocking ? "true" : "false") << ", \"calls_watched\": " << a.calls_watched
-    << ", \"gpu_operations\": " << log.ops.size() + log.carried.ops << "},\n";
+    << ", \"launch_blocking\": " << (r.env.launch_blocking ? "true" : "false") << ", \"calls_watched\": " << t.calls_watched
+    << ", \"captured_calls\": " << t.captured_calls << ", \"gpu_operations\": " << t.gpu_operations << "},\n";
+  if (!data.processes.empty()) processes_json(o, data.processes);
   o << "  \"sites\": [";
   for (size_t i = 0; i < rows.size(); ++i) {
     const SiteRow& s = rows[i];
     const rules::Rule& rule = rules::rule(s.rule);
-    const Finding& ex = a.findings[s.example];
     o << (i ? ",\n" : "\n") << "    {\"rule\": " << quote(rule.id) << ", \"level\": " << quote(rules::level_name(s.level))
       << ", \"verdict\": " << quote(verdict_text(s.verdict)) << ", \"title\": " << quote(rule.title)
       << ", \"api\": " << quote(s.api) << ", \"location\": ";
     frame_json(o, s.site.frame);
     o << ", \"count\": " << s.count << ", \"measure\": " << quote(s.gpu_side ? "gpu_delay_ns" : "host_ns")
       << ", \"total_ns\": " << s.total_ns << ", \"median_ns\": " << s.median_ns << ", \"max_ns\": " << s.max_ns
-      << ", \"bytes\": " << s.bytes << ", \"predicted\": " << quote(rules::rule(ex.predicted).id)
-      << ", \"predicted_behavior\": " << quote(rules::host_behavior_text(a.predicted[ex.call].host))
-      << ", \"released_by\": " << quote(released_by_text(ex.evidence.by))
-      << ", \"evidence\": " << quote(evidence_text(log, ex)) << ", \"note\": " << quote(ex.note)
+      << ", \"bytes\": " << s.bytes << ", \"predicted\": " << quote(s.shown.predicted)
+      << ", \"predicted_behavior\": " << quote(s.shown.predicted_behavior)
+      << ", \"released_by\": " << quote(s.shown.released_by)
+      << ", \"evidence\": " << quote(s.shown.evidence) << ", \"note\": " << quote(s.shown.note)
       << ", \"fix\": " << quote(rule.fix) << ", \"fingerprint\": " << quote(s.fingerprint)
       << ", \"in_baseline\": " << (s.in_baseline ? "true" : "false") << ", \"doc\": " << quote(rule.url);
     // Only where findings happened in NVTX ranges, so that reports of programs without them are unchanged.
     if (!s.nvtx.empty()) {
-      o << ", \"nvtx_range\": " << quote(nvtx_range(log, s.nvtx[0].first).name) << ", \"nvtx_ranges\": [";
+      o << ", \"nvtx_range\": " << quote(s.nvtx[0].name) << ", \"nvtx_ranges\": [";
       for (size_t k = 0; k < s.nvtx.size(); ++k) {
-        const NvtxRange& range = nvtx_range(log, s.nvtx[k].first);
-        o << (k ? ", " : "") << "{\"name\": " << quote(range.name) << ", \"domain\": " << quote(range.domain)
-          << ", \"count\": " << s.nvtx[k].second << "}";
+        o << (k ? ", " : "") << "{\"name\": " << quote(s.nvtx[k].name) << ", \"domain\": " << quote(s.nvtx[k].domain)
+          << ", \"count\": " << s.nvtx[k].count << "}";
       }
       o << "]";
     }
@@ -87,12 +123,14 @@ void write_json(std::ostream& o, const ReportData& data) {
       if (k) o << ", ";
       frame_json(o, s.site.frames[k]);
     }
-    o << "]}";
+    o << "]";
+    if (!data.processes.empty()) shares_json(o, s.processes);
+    o << "}";
   }
   o << (rows.empty() ? "],\n" : "\n  ],\n");
   o << "  \"not_observed\": {";
   bool first = true;
-  for (const auto& [rule, count] : a.not_observed) {
+  for (const auto& [rule, count] : t.not_observed) {
     o << (first ? "" : ", ") << quote(rules::rule(rule).id) << ": " << count;
     first = false;
   }
@@ -103,7 +141,7 @@ void write_json(std::ostream& o, const ReportData& data) {
       << ", \"origin\": " << quote(u.origin) << ", \"sites\": " << u.sites << ", \"calls\": " << u.calls << "}";
   }
   o << "],\n  \"baseline\": " << quote(data.baseline);
-  o << ",\n  \"context_creation_ns\": " << a.context_creation_ns << ",\n  \"kind_disagreements\": " << a.kind_disagreements
+  o << ",\n  \"context_creation_ns\": " << t.context_creation_ns << ",\n  \"kind_disagreements\": " << t.kind_disagreements
     << "\n}\n";
 }
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -40,8 +41,8 @@ std::string directory_of(const std::string& path) {
 }
 
 std::string exists_error(const std::string& path) {
-  return "'" + path + "': it already exists (valid: a new path, overwrite=1 to replace it, or %p in the name for one "
-         "file per process)";
+  return "'" + path + "': it already exists (valid: a new path, overwrite=1 to replace it, or %p or %r in the name "
+         "for one file per process or rank)";
 }
 
 bool is_stream(const std::string& path) { return path.empty() || path == "stderr" || path == "stdout"; }
@@ -124,16 +125,23 @@ bool write_file(const std::string& path, const std::string& content, bool overwr
   return true;
 }
 
-bool prepare_report(const Options& options, int pid, ReportInputs& inputs, std::string& error) {
+bool prepare_report(const Options& options, int pid, const Rank& rank, ReportInputs& inputs, std::string& error) {
   if (!options.suppressions.empty() && !load_suppressions(options.suppressions, inputs.suppressions, error)) return false;
   if (!options.baseline.empty()) {
     if (!load_baseline(options.baseline, inputs.baseline, error)) return false;
     inputs.baseline_path = options.baseline;
   }
   for (const auto& [name, path] : output_paths(options)) {
-    // With %p every process writes its own file: whether it exists can only be known at the end.
-    const bool per_process = path.find("%p") != std::string::npos;
-    if (!check_output_path(expand_path(path, pid), options.overwrite || per_process, error)) {
+    // With %p or %r every process writes its own file: whether it exists can only be known at the end.
+    const bool per_process = per_process_path(path);
+    if (!per_process && rank.world_size > 1) {
+      // Every rank would write this one file: all but the first would fail at exit, after the whole job ran.
+      error = "option '" + name + "': '" + path + "' would be written by each of the " +
+              std::to_string(rank.world_size) + " processes of this job (" + rank.size_variable + "=" +
+              std::to_string(rank.world_size) + ") (valid: a name with %r, the rank, or %p, the pid; docs/mpi.md)";
+      return false;
+    }
+    if (!check_output_path(expand_path(path, pid, rank.value), options.overwrite || per_process, error)) {
       error = "option '" + name + "': " + error;
       return false;
     }
@@ -145,6 +153,13 @@ ReportData make_report(const EventLog& log, const Analysis& analysis) {
   ReportData data;
   data.log = &log;
   data.analysis = &analysis;
+  data.run = log.run;
+  data.totals.calls_watched = analysis.calls_watched;
+  data.totals.gpu_operations = log.ops.size() + log.carried.ops;
+  data.totals.captured_calls = analysis.captured_calls;
+  data.totals.context_creation_ns = analysis.context_creation_ns;
+  data.totals.kind_disagreements = analysis.kind_disagreements;
+  data.totals.not_observed = analysis.not_observed;
   data.rows = aggregate(log, analysis, call_sites(log, kernel_names(log)));
   char cwd[4096];
   if (getcwd(cwd, sizeof cwd)) data.source_root = cwd;
@@ -152,35 +167,61 @@ ReportData make_report(const EventLog& log, const Analysis& analysis) {
 }
 
 Emitted emit(EventLog& log, const Options& options, const ReportInputs& inputs) {
-  Emitted result;
   OutputFiles files;
   std::string error;
   output_files(options, files, error);
-  const int pid = log.run.pid;
-  auto save = [&](const std::string& path, const std::string& content) {
-    if (path.empty()) return;
-    if (!write_file(expand_path(path, pid), content, options.overwrite, error)) {
-      say("ERROR: " + error);
-      result.write_failed = true;
-    }
-  };
   // Call sites are resolved while the binaries are still on disk, before the events are saved, so that a saved
   // run replays with its call sites anywhere.
   const bool writes_report = options.summary || !files.json.empty() || !files.sarif.empty() || !files.trace.empty() ||
                              !options.save_baseline.empty();
   if (options.symbolize && (writes_report || !options.save.empty())) resolve_symbols(log);
+  bool save_failed = false;
   if (!options.save.empty()) {
     std::ostringstream rec;
     write_recording(rec, log);
-    save(options.save, rec.str());
+    if (!write_file(expand_path(options.save, log.run.pid, log.run.rank), rec.str(), options.overwrite, error)) {
+      say("ERROR: " + error);
+      save_failed = true;
+    }
   }
   AnalysisOptions ao;
   ao.threshold_ns = log.run.threshold_ns ? log.run.threshold_ns : options.threshold;
   const Analysis analysis = analyze(log, ao);
   ReportData data = make_report(log, analysis);
+  Emitted result = write_report(data, options, inputs, log.run.pid, log.run.rank);
+  result.write_failed |= save_failed;
+  return result;
+}
+
+Emitted write_report(ReportData& data, const Options& options, const ReportInputs& inputs, int pid, int64_t rank) {
+  Emitted result;
+  OutputFiles files;
+  std::string error;
+  output_files(options, files, error);
+  auto save = [&](const std::string& path, const std::string& content) {
+    if (path.empty()) return;
+    if (!write_file(expand_path(path, pid, rank), content, options.overwrite, error)) {
+      say("ERROR: " + error);
+      result.write_failed = true;
+    }
+  };
+  // This report's suppressions are applied; those a merge carries from its reports (already applied there) follow
+  // with their counts, added to an entry of the same rule, pattern and origin.
+  std::vector<SuppressionUse> carried = std::move(data.suppressions);
   data.suppressions = inputs.suppressions;
-  data.baseline = inputs.baseline_path;
   apply_suppressions(data);
+  for (const SuppressionUse& c : carried) {
+    auto same = std::find_if(data.suppressions.begin(), data.suppressions.end(), [&](const SuppressionUse& u) {
+      return u.rule == c.rule && u.pattern == c.pattern && u.origin == c.origin;
+    });
+    if (same == data.suppressions.end()) {
+      data.suppressions.push_back(c);
+    } else {
+      same->sites += c.sites;
+      same->calls += c.calls;
+    }
+  }
+  data.baseline = inputs.baseline_path;
   if (!inputs.baseline_path.empty()) mark_baseline(data.rows, inputs.baseline);
   for (const SiteRow& r : data.rows) {
     if (!r.in_baseline && r.level > result.worst_new) result.worst_new = r.level;
@@ -193,7 +234,7 @@ Emitted emit(EventLog& log, const Options& options, const ReportInputs& inputs) 
   };
   if (!files.json.empty()) save(files.json, render(write_json));
   if (!files.sarif.empty()) save(files.sarif, render(write_sarif));
-  if (!files.trace.empty()) save(files.trace, render(write_trace));
+  if (!files.trace.empty() && data.log && data.analysis) save(files.trace, render(write_trace));
   if (!options.save_baseline.empty()) save(options.save_baseline, baseline_text(data.rows));
   if (!options.summary) return result;
   std::ostringstream summary;
@@ -204,7 +245,7 @@ Emitted emit(EventLog& log, const Options& options, const ReportInputs& inputs) 
     write_fd(STDOUT_FILENO, text);
   } else if (is_stream(options.log_file)) {
     write_fd(STDERR_FILENO, text);
-  } else if (!write_file(expand_path(options.log_file, pid), text, options.overwrite, error)) {
+  } else if (!write_file(expand_path(options.log_file, pid, rank), text, options.overwrite, error)) {
     say("ERROR: " + error + "; the summary follows on stderr");
     write_fd(STDERR_FILENO, text);
     result.write_failed = true;

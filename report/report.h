@@ -2,6 +2,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,6 +14,38 @@
 namespace asynccheck::report {
 
 inline constexpr int kJsonSchemaVersion = 1;
+
+// What the writers show of a site's example, its first finding: aggregate() describes the finding, a merge reads
+// the texts back from a report (merge.h).
+struct SiteExample {
+  std::string predicted;           // the id of the rule the rules predicted for the call
+  std::string predicted_behavior;  // what they predicted the host would do ("returns after staging")
+  std::string released_by;         // what released the call ("its own GPU work")
+  std::string evidence;            // evidence_text()
+  std::string note;
+};
+
+// A merged site's share from one of the processes it came from.
+struct ProcessShare {
+  int pid = 0;
+  int64_t rank = -1;  // -1: the process had no rank
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+  uint64_t max_ns = 0;
+};
+
+// How many of a site's findings happened with one NVTX range innermost (SiteRow::nvtx).
+struct RangeCount {
+  std::string name;
+  std::string domain;  // "" = NVTX's default domain
+  uint64_t count = 0;
+  bool operator==(const RangeCount&) const = default;
+};
+
+// Adds `n` findings in range (name, domain) to `ranges`: to its entry, or as a new last one.
+void add_range(std::vector<RangeCount>& ranges, const std::string& name, const std::string& domain, uint64_t n);
+// Most findings first; ties keep their order (first seen).
+void sort_ranges(std::vector<RangeCount>& ranges);
 
 // One call site and rule, aggregated over every finding there.
 struct SiteRow {
@@ -26,22 +59,26 @@ struct SiteRow {
   uint64_t median_ns = 0;
   uint64_t max_ns = 0;
   uint64_t bytes = 0;
-  size_t example = 0;          // index into Analysis::findings of the first finding here
+  size_t example = 0;          // index into Analysis::findings of the first finding here (one run only)
+  SiteExample shown;           // the example as the writers print it
+  std::vector<ProcessShare> processes;  // a merge: per process, in the order of the merged reports; else empty
   bool gpu_side = false;       // legacy-stream serialization: measured on the GPU, the host was not held
   std::string fingerprint;     // stable across runs, machines and line moves (baseline.h); set by aggregate()
   bool in_baseline = false;    // listed in the --baseline file: reported, but does not fail the run
-  // The innermost NVTX ranges the findings here happened in (EventLog::nvtx_ranges ids) with their counts, most
-  // findings first (ties: first seen). Findings outside any range are not listed: count less their sum. A site is
-  // one row whatever the ranges (its fingerprint, baseline and suppressions do not depend on them).
-  std::vector<std::pair<uint32_t, uint64_t>> nvtx;
+  // The innermost NVTX ranges the findings here happened in, with their counts, most findings first (ties: first
+  // seen). Findings outside any range are not listed: count less their sum. A site is one row whatever the ranges
+  // (its fingerprint, baseline and suppressions do not depend on them). Resolved to names by aggregate(), so
+  // that the writers need no log (a merge has none) and a merge sums them per (name, domain).
+  std::vector<RangeCount> nvtx;
 };
 
 // The NVTX range the row's findings happened in, for its one-line summary: `in NVTX range "forward"`, with the
 // domain when it is not the default one and the counts when the findings were in several ranges or some in none.
 // Empty when none was in a range.
-std::string nvtx_text(const EventLog& log, const SiteRow& row);
+std::string nvtx_text(const SiteRow& row);
 
 // Range `id` of log.nvtx_ranges (an id the table does not hold, which only a hand-made log can have: name "?").
+// For the writers that read the events (the trace); the others read SiteRow::nvtx.
 const NvtxRange& nvtx_range(const EventLog& log, uint32_t id);
 
 // One suppression (suppressions.h) and what it hid in this run.
@@ -53,10 +90,33 @@ struct SuppressionUse {
   uint64_t calls = 0;   // findings (calls) at those sites
 };
 
-// One run, analyzed and aggregated: everything the writers (summary, JSON, SARIF, trace) read.
+// The run's counts the report states besides its sites (a merge: summed over the processes).
+struct RunTotals {
+  uint64_t calls_watched = 0;
+  uint64_t gpu_operations = 0;
+  uint64_t captured_calls = 0;  // calls captured into CUDA graphs: recorded, not executed, not judged
+  uint64_t context_creation_ns = 0;
+  uint64_t kind_disagreements = 0;
+  std::map<rules::RuleId, uint64_t> not_observed;  // documented-but-not-observed calls, per rule
+};
+
+// One process a merged report combines, as its report described it.
+struct ProcessInfo {
+  std::string file;  // the report it was read from
+  RunInfo run;
+  uint64_t calls_watched = 0;
+  uint64_t gpu_operations = 0;
+};
+
+// One run analyzed and aggregated, or several runs merged: everything the writers read. The summary, JSON and
+// SARIF writers read only `run`, `totals`, the rows and what follows them; the trace needs the events (`log`,
+// `analysis`), which a merge does not have.
 struct ReportData {
-  const EventLog* log = nullptr;
-  const Analysis* analysis = nullptr;
+  const EventLog* log = nullptr;        // null for a merge
+  const Analysis* analysis = nullptr;   // null for a merge
+  RunInfo run;                          // make_report copies log->run; a merge: what its processes share
+  RunTotals totals;
+  std::vector<ProcessInfo> processes;   // a merge: every process it combines, in order; empty for one run
   std::vector<SiteRow> rows;                 // reported sites, worst first
   std::vector<SiteRow> suppressed;           // sites a suppression hid (counted in the report, not shown)
   std::vector<SuppressionUse> suppressions;  // every suppression given, with its hit counts (0 = unused)
@@ -65,6 +125,13 @@ struct ReportData {
 };
 
 std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, const std::vector<CallSite>& sites);
+
+// The texts the writers show for finding `f` as a site's example.
+SiteExample describe_finding(const EventLog& log, const Analysis& analysis, const Finding& f);
+
+// The key aggregate() groups findings by: where the call was (file:line or module+offset), its function, the rule
+// and the API. A merge combines sites of several reports by the same key.
+std::string site_key(const CallSite& site, rules::RuleId rule, std::string_view api);
 
 // One line of evidence for a finding: what released the call, and how close its end was to the return.
 std::string evidence_text(const EventLog& log, const Finding& f);
@@ -89,8 +156,9 @@ struct ReportInputs {
 
 // Loads the suppression and baseline files the options name and checks that every output path can be written
 // (its directory exists and is writable, it is not a symbolic link, and it does not exist unless overwrite=1).
-// `pid` expands %p. False with `error` naming the file and what is wrong.
-bool prepare_report(const Options& options, int pid, ReportInputs& inputs, std::string& error);
+// `pid` expands %p, `rank` %r. In a job of several processes (rank.world_size > 1) a path without %p or %r is an
+// error: every process would write that one file. False with `error` naming the file and what is wrong.
+bool prepare_report(const Options& options, int pid, const Rank& rank, ReportInputs& inputs, std::string& error);
 
 // What emit() found, for the caller's exit code.
 struct Emitted {
@@ -103,6 +171,12 @@ struct Emitted {
 // the human summary (to log_file unless summary=0). Errors are printed as "asynccheck: ERROR: ..." lines with
 // write(2) and never stop the others; a summary whose file cannot be written goes to stderr.
 Emitted emit(EventLog& log, const Options& options, const ReportInputs& inputs);
+
+// What emit() does once the report data exists (also for a merge, merge.h): applies the suppressions and the
+// baseline of `inputs`, then writes JSON, SARIF, the trace (only with data.log), the baseline and the summary.
+// Paths expand %p and %r with `pid` and `rank`. Suppression uses already in data.suppressions (a merge's, from its
+// reports) are kept after those of `inputs`, their counts added to an entry of the same rule, pattern and origin.
+Emitted write_report(ReportData& data, const Options& options, const ReportInputs& inputs, int pid, int64_t rank);
 
 // Writes `content` to a temporary name beside `path` and moves it into place, so that no reader sees a
 // half-written file; never through a symbolic link. An existing `path` is an error unless `overwrite`. False with

@@ -32,6 +32,7 @@ class Json {
   static Json number(uint64_t n) { return scalar(std::to_string(n)); }
   static Json integer(int64_t n) { return scalar(std::to_string(n)); }
   static Json boolean(bool b) { return scalar(b ? "true" : "false"); }
+  static Json null() { return scalar("null"); }
 
   Json& set(std::string_view key, Json value) {
     keys_.emplace_back(key);
@@ -268,24 +269,23 @@ std::string measure_text(const SiteRow& row) {
   return s + (row.gpu_side ? "); the host thread was not held." : ").");
 }
 
-std::string result_text(const ReportData& data, const SiteRow& row) {
+std::string result_text(const SiteRow& row) {
   std::string s = measure_text(row);
-  const std::string nvtx = nvtx_text(*data.log, row);
+  const std::string nvtx = nvtx_text(row);
   if (!nvtx.empty()) s += " I" + sentence(nvtx.substr(1));  // "In NVTX range ..."
-  const Analysis& a = *data.analysis;
-  if (row.example < a.findings.size()) {
-    const Finding& ex = a.findings[row.example];
-    s += " Evidence: " + sentence(evidence_text(*data.log, ex));
-    if (row.verdict == Verdict::ObservedUndocumented && ex.call < a.predicted.size()) {
-      s += " Not documented: the rules predict '" + std::string(rules::rule(ex.predicted).id) + "' (" +
-           std::string(rules::host_behavior_text(a.predicted[ex.call].host)) + ") for this call.";
-    }
-    if (!ex.note.empty()) s += " Note: " + sentence(ex.note);
+  if (row.processes.size() > 1) {
+    s += " From " + std::to_string(row.processes.size()) + " processes; the median is estimated from theirs.";
   }
+  const SiteExample& ex = row.shown;
+  if (!ex.evidence.empty()) s += " Evidence: " + sentence(ex.evidence);
+  if (row.verdict == Verdict::ObservedUndocumented && !ex.predicted.empty()) {
+    s += " Not documented: the rules predict '" + ex.predicted + "' (" + ex.predicted_behavior + ") for this call.";
+  }
+  if (!ex.note.empty()) s += " Note: " + sentence(ex.note);
   return s + " Fix: " + sentence(std::string(rules::rule(row.rule).fix));
 }
 
-Json result_properties(const EventLog& log, const SiteRow& row) {
+Json result_properties(const SiteRow& row) {
   Json p = Json::object();
   p.set("api", str(row.api)).set("count", Json::number(row.count)).set("totalNs", Json::number(row.total_ns));
   p.set("medianNs", Json::number(row.median_ns)).set("maxNs", Json::number(row.max_ns));
@@ -295,13 +295,20 @@ Json result_properties(const EventLog& log, const SiteRow& row) {
   // its count (docs/report-format.md).
   if (!row.nvtx.empty()) {
     Json ranges = Json::array();
-    for (const auto& [id, count] : row.nvtx) {
-      const NvtxRange& r = nvtx_range(log, id);
-      ranges.push(Json::object().set("name", str(r.name)).set("domain", str(r.domain)).set("count", Json::number(count)));
+    for (const RangeCount& r : row.nvtx) {
+      ranges.push(Json::object().set("name", str(r.name)).set("domain", str(r.domain)).set("count", Json::number(r.count)));
     }
-    p.set("nvtxRange", str(nvtx_range(log, row.nvtx[0].first).name)).set("nvtxRanges", std::move(ranges));
+    p.set("nvtxRange", str(row.nvtx[0].name)).set("nvtxRanges", std::move(ranges));
   }
-  return p;
+  if (row.processes.empty()) return p;
+  Json procs = Json::array();
+  for (const ProcessShare& share : row.processes) {
+    Json one = Json::object().set("pid", Json::integer(share.pid));
+    one.set("rank", share.rank >= 0 ? Json::integer(share.rank) : Json::null());
+    procs.push(one.set("count", Json::number(share.count)).set("totalNs", Json::number(share.total_ns))
+                   .set("maxNs", Json::number(share.max_ns)));
+  }
+  return p.set("processes", std::move(procs));
 }
 
 // Which suppression hid `row`, in the words of the suppression file.
@@ -318,13 +325,13 @@ Json suppression_of(const ReportData& data, const SiteRow& row) {
 Json result(const ReportData& data, const SiteRow& row, const std::string& root, bool suppressed) {
   Json r = Json::object();
   r.set("ruleId", str(rules::rule(row.rule).id)).set("ruleIndex", Json::integer(rule_index(row.rule)));
-  r.set("level", str(rules::level_name(row.level))).set("message", message(result_text(data, row)));
+  r.set("level", str(rules::level_name(row.level))).set("message", message(result_text(row)));
   r.set("locations", Json::array().push(result_location(row.site, root)));
   if (!row.fingerprint.empty()) r.set("partialFingerprints", Json::object().set(kFingerprintKey, str(row.fingerprint)));
   if (!row.site.frames.empty()) r.set("stacks", call_stack(row.site, root));
   if (suppressed) r.set("suppressions", suppression_of(data, row));
   if (!data.baseline.empty()) r.set("baselineState", str(row.in_baseline ? "unchanged" : "new"));
-  return r.set("properties", result_properties(*data.log, row));
+  return r.set("properties", result_properties(row));
 }
 
 Json results(const ReportData& data, const std::string& root) {
@@ -352,17 +359,27 @@ Json notifications(const RunInfo& run) {
   return out;
 }
 
-Json invocation(const RunInfo& run) {
+// One process's invocation: a run's only one, or one per process of a merge (`file`: the report it came from).
+Json invocation(const RunInfo& run, const std::string& file) {
   Json args = Json::array();
   for (const std::string& a : run.args) args.push(str(a));
   Json p = Json::object();
+  if (!file.empty()) p.set("report", str(file));
   p.set("program", str(run.program)).set("args", std::move(args)).set("pid", Json::integer(run.pid));
+  if (run.rank >= 0) p.set("rank", Json::integer(run.rank)).set("rankVariable", str(run.rank_variable));
   p.set("gpu", str(run.gpu)).set("driver", str(run.driver)).set("cudaRuntime", str(run.cuda_runtime));
   p.set("monitoring", str(run.monitoring)).set("complete", Json::boolean(run.complete));
   p.set("droppedRecords", Json::number(run.dropped_records)).set("thresholdNs", Json::number(run.threshold_ns));
   Json inv = Json::object();
   inv.set("executionSuccessful", Json::boolean(true)).set("toolExecutionNotifications", notifications(run));
-  return Json::array().push(inv.set("properties", std::move(p)));
+  return inv.set("properties", std::move(p));
+}
+
+Json invocations(const ReportData& data) {
+  Json out = Json::array();
+  if (data.processes.empty()) return out.push(invocation(data.run, ""));
+  for (const ProcessInfo& p : data.processes) out.push(invocation(p.run, p.file));
+  return out;
 }
 
 Json run_properties(const ReportData& data) {
@@ -380,7 +397,7 @@ Json run_properties(const ReportData& data) {
 Json run(const ReportData& data) {
   const std::string root = normalized_root(data.source_root);
   Json r = Json::object();
-  r.set("tool", tool()).set("invocations", invocation(data.log->run));
+  r.set("tool", tool()).set("invocations", invocations(data));
   r.set("originalUriBaseIds", Json::object().set(kSrcRoot, Json::object().set("uri", str(root_uri(root)))));
   return r.set("results", results(data, root)).set("properties", run_properties(data));
 }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 
@@ -75,35 +76,66 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
   return "";
 }
 
-const NvtxRange& nvtx_range(const EventLog& log, uint32_t id) {
-  static const NvtxRange kUnknown{"", "?"};
-  return id > 0 && id <= log.nvtx_ranges.size() ? log.nvtx_ranges[id - 1] : kUnknown;
-}
-
-std::string nvtx_text(const EventLog& log, const SiteRow& row) {
+std::string nvtx_text(const SiteRow& row) {
   if (row.nvtx.empty()) return "";
   // Quoted as JSON strings: a range name is the program's text and may hold quotes or control characters.
-  auto name = [&](uint32_t id) {
-    const NvtxRange& r = nvtx_range(log, id);
+  auto name = [](const RangeCount& r) {
     return json_string(r.name) + (r.domain.empty() ? "" : " (domain " + json_string(r.domain) + ")");
   };
-  std::string s = "in NVTX range " + name(row.nvtx[0].first);
-  if (row.nvtx.size() == 1 && row.nvtx[0].second == row.count) return s;
-  s += " for " + std::to_string(row.nvtx[0].second) + " of " + std::to_string(row.count) + " calls";
+  std::string s = "in NVTX range " + name(row.nvtx[0]);
+  if (row.nvtx.size() == 1 && row.nvtx[0].count == row.count) return s;
+  s += " for " + std::to_string(row.nvtx[0].count) + " of " + std::to_string(row.count) + " calls";
   constexpr size_t kShown = 4;  // ranges named on the line; the JSON report lists them all
-  for (size_t i = 1; i < row.nvtx.size() && i < kShown; ++i) s += ", " + name(row.nvtx[i].first) + " for " + std::to_string(row.nvtx[i].second);
+  for (size_t i = 1; i < row.nvtx.size() && i < kShown; ++i) s += ", " + name(row.nvtx[i]) + " for " + std::to_string(row.nvtx[i].count);
   if (row.nvtx.size() > kShown) s += ", and " + std::to_string(row.nvtx.size() - kShown) + " more ranges";
   return s;
 }
 
+namespace {
+
+// Who a merged site or report came from: "ranks 0, 1, 3" or "pids 12, 13" (ranks where every process had one).
+std::string who(const std::vector<std::pair<int, int64_t>>& procs) {
+  const bool ranks = std::all_of(procs.begin(), procs.end(), [](const auto& p) { return p.second >= 0; });
+  std::string s = procs.size() == 1 ? (ranks ? "rank " : "pid ") : (ranks ? "ranks " : "pids ");
+  for (size_t i = 0; i < procs.size(); ++i) {
+    if (i == 8 && procs.size() > 9) return s + ", ... (" + std::to_string(procs.size()) + " in all)";
+    s += (i ? ", " : "") + (ranks ? std::to_string(procs[i].second) : std::to_string(procs[i].first));
+  }
+  return s;
+}
+
+// A merge: what its processes did not all share (monitoring off, incomplete, dropped records), one line each.
+void merge_notes(std::ostream& out, const std::string& tag, const ReportData& data) {
+  std::vector<std::pair<int, int64_t>> off, incomplete, dropped;
+  for (const ProcessInfo& p : data.processes) {
+    if (p.run.monitoring != "on") off.emplace_back(p.run.pid, p.run.rank);
+    if (!p.run.complete) incomplete.emplace_back(p.run.pid, p.run.rank);
+    if (p.run.dropped_records) dropped.emplace_back(p.run.pid, p.run.rank);
+  }
+  const std::string of = " of " + std::to_string(data.processes.size()) + " processes";
+  if (!off.empty()) out << tag << "monitoring was off in " << off.size() << of << " (" << who(off) << "): nothing of theirs is in this report\n";
+  if (!incomplete.empty()) out << tag << "incomplete in " << incomplete.size() << of << " (" << who(incomplete) << "): they ended before everything was flushed\n";
+  if (!dropped.empty()) out << tag << "activity records DROPPED in " << dropped.size() << of << " (" << who(dropped) << ")\n";
+}
+
+}  // namespace
+
 void write_summary(std::ostream& out, const ReportData& data, uint64_t print_limit) {
-  const EventLog& log = *data.log;
-  const Analysis& a = *data.analysis;
+  const RunInfo& run = data.run;
   const std::vector<SiteRow>& rows = data.rows;
-  const std::string tag = "asynccheck: ";
-  if (log.run.monitoring != "on") {
-    out << tag << "monitoring was " << log.run.monitoring << "; nothing was watched";
-    if (log.run.end != "exit") out << "; the program ended by " << log.run.end;  // docs/robustness.md
+  const bool merged = !data.processes.empty();
+  // In an MPI job the ranks' summaries share one terminal: each line says whose it is.
+  const std::string tag = run.rank >= 0 ? "asynccheck: [rank " + std::to_string(run.rank) + "] " : "asynccheck: ";
+  if (merged) {
+    std::vector<std::pair<int, int64_t>> all;
+    for (const ProcessInfo& p : data.processes) all.emplace_back(p.run.pid, p.run.rank);
+    out << tag << "merged report of " << data.processes.size() << " process" << (all.size() == 1 ? "" : "es") << " ("
+        << who(all) << ")\n";
+    merge_notes(out, tag, data);
+  }
+  if (run.monitoring != "on") {
+    out << tag << "monitoring was " << run.monitoring << "; nothing was watched";
+    if (run.end != "exit") out << "; the program ended by " << run.end;  // docs/robustness.md
     out << "\n";
     return;
   }
@@ -113,8 +145,8 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     unused += s.sites == 0;
   }
   if (rows.empty() && data.suppressions.empty()) {  // nothing to say, unless the run was cut short
-    if (!log.run.complete) {
-      out << tag << "no findings, but the run ended" << (log.run.end != "exit" ? " by " + log.run.end : "")
+    if (!run.complete) {
+      out << tag << "no findings, but the run ended" << (run.end != "exit" ? " by " + run.end : "")
           << " before everything was flushed (incomplete)\n";
     }
     return;
@@ -128,8 +160,10 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
   for (const SiteRow& r : rows) known += r.in_baseline;
   if (!rows.empty()) {
     out << tag << rows.size() << " call site" << (rows.size() == 1 ? "" : "s")
-        << " where CUDA held the host or serialized the GPU (threshold " << format_duration(log.run.threshold_ns)
-        << ", worst first)\n";
+        << " where CUDA held the host or serialized the GPU (threshold " << format_duration(run.threshold_ns)
+        << ", worst first";
+    if (run.rank >= 0) out << "; rank " << run.rank << " from " << run.rank_variable << ", pid " << run.pid;
+    out << ")\n";
   }
   size_t shown = 0;
   for (const SiteRow& r : rows) {
@@ -139,24 +173,30 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     }
     ++shown;
     const rules::Rule& rule = rules::rule(r.rule);
-    const Finding& ex = a.findings[r.example];
     out << "\n#" << shown << " " << rules::level_name(r.level) << " [" << rule.id << "] " << r.api << " at " << r.site.where();
     if (r.in_baseline) out << " (in baseline)";
     if (r.site.known() && !r.site.frame.function.empty() && r.site.frame.function != "??") {
       out << " in " << short_function(r.site.frame.function);
     }
-    if (!r.nvtx.empty()) out << ", " << nvtx_text(log, r);
+    if (!r.nvtx.empty()) out << ", " << nvtx_text(r);
     out << "\n    " << rule.title << "\n";
     out << "    " << r.count << " call" << (r.count == 1 ? "" : "s") << ", "
         << (r.gpu_side ? "GPU work held back " : "host held ") << format_duration(r.total_ns) << " in total (median "
         << format_duration(r.median_ns) << ", max " << format_duration(r.max_ns) << ")";
     if (r.bytes) out << ", " << format_bytes(r.bytes);
-    out << "\n    evidence: " << evidence_text(log, ex) << "\n";
-    if (r.verdict == Verdict::ObservedUndocumented) {
-      out << "    not documented: the rules predict '" << rules::rule(ex.predicted).id << "' ("
-          << rules::host_behavior_text(a.predicted[ex.call].host) << ") for this call\n";
+    out << "\n";
+    if (!r.processes.empty()) {
+      std::vector<std::pair<int, int64_t>> from;
+      for (const ProcessShare& p : r.processes) from.emplace_back(p.pid, p.rank);
+      out << "    from " << r.processes.size() << " process" << (from.size() == 1 ? "" : "es") << " (" << who(from)
+          << ")" << (from.size() > 1 ? "; the median is estimated from theirs" : "") << "\n";
     }
-    if (!ex.note.empty()) out << "    note: " << ex.note << "\n";
+    out << "    evidence: " << r.shown.evidence << "\n";
+    if (r.verdict == Verdict::ObservedUndocumented) {
+      out << "    not documented: the rules predict '" << r.shown.predicted << "' (" << r.shown.predicted_behavior
+          << ") for this call\n";
+    }
+    if (!r.shown.note.empty()) out << "    note: " << r.shown.note << "\n";
     out << "    documented: " << rule.basis << " <" << rule.url << ">\n";
     out << "    fix: " << rule.fix << "\n";
   }
@@ -173,9 +213,13 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
       << (rows.size() == 1 ? "" : "s") << "; host blocked " << format_duration(host_ns) << " in flagged calls";
   if (!data.baseline.empty()) out << "; " << rows.size() - known << " new, " << known << " in baseline " << data.baseline;
   if (unused) out << "; " << unused << " unused suppression" << (unused == 1 ? "" : "s");
-  if (log.run.dropped_records) out << "; " << log.run.dropped_records << " activity records DROPPED (evidence incomplete)";
-  if (!log.run.complete) {
-    out << "; the run ended" << (log.run.end != "exit" ? " by " + log.run.end : "")
+  if (const uint64_t captured = data.totals.captured_calls) {
+    out << "; " << captured << " call" << (captured == 1 ? "" : "s")
+        << " captured into CUDA graphs (recorded, not executed: not judged)";
+  }
+  if (run.dropped_records) out << "; " << run.dropped_records << " activity records DROPPED (evidence incomplete)";
+  if (!run.complete) {
+    out << "; the run ended" << (run.end != "exit" ? " by " + run.end : "")
         << " before everything was flushed (incomplete)";
   }
   out << "\n";

@@ -31,6 +31,8 @@ enum class ApiKind : uint8_t {
   EventRecord,       // cudaEventRecord
   EventCreate,       // cudaEventCreate*, cuEventCreate (watched for the event's flags)
   CacheConfig,       // cudaDeviceSetCacheConfig, cudaFuncSetCacheConfig
+  CaptureBegin,      // cudaStreamBeginCapture(ToGraph), cuStreamBeginCapture(_v2, ToGraph): stream, flags = mode
+  CaptureEnd,        // cudaStreamEndCapture, cuStreamEndCapture: stream, handle = the graph made
   Other,             // anything else that we saw hold the host
 };
 
@@ -80,6 +82,10 @@ struct CallDescription {
   bool first_launch = false;              // first launch of this function in the process
   bool stream_ordered_pointer = false;    // Free: the pointer came from cudaMallocAsync
   WaitMode wait_mode = WaitMode::Auto;    // explicit syncs: how the host waits
+  // Issued to a stream in capture mode (cudaStreamBeginCapture, or joined to a capture through an event): the
+  // command was recorded into a graph, not executed, so no rule about its execution applies. Set by the analysis
+  // from the capture calls before it; never recorded.
+  bool captured = false;
   Environment env;
   bool operator==(const CallDescription&) const = default;  // compaction checks descriptions survive (compact.h)
 };

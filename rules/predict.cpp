@@ -149,6 +149,8 @@ Prediction predict_host(const CallDescription& c) {
       return p;
     }
     case ApiKind::EventCreate:
+    case ApiKind::CaptureBegin:
+    case ApiKind::CaptureEnd:
     case ApiKind::Other: break;
   }
   return host_only(RuleId::UndocumentedBlock, HostBehavior::NotDocumented);
@@ -177,8 +179,9 @@ CopyDirection resolve_direction(const CallDescription& c) {
 Prediction predict(const CallDescription& call) {
   Prediction p = predict_host(call);
   // The legacy stream rule is about the GPU side, and it outranks the per-kind implicit-sync note: the command
-  // waits for every blocking stream and every blocking stream waits for it.
-  if (enqueues_stream_work(call.api) && effective_stream(call) == StreamKind::LegacyDefault &&
+  // waits for every blocking stream and every blocking stream waits for it. A captured command is not executed: it
+  // serializes nothing (and the legacy stream cannot be captured anyway).
+  if (!call.captured && enqueues_stream_work(call.api) && effective_stream(call) == StreamKind::LegacyDefault &&
       call.blocking_streams_pending) {
     p.gpu_rule = RuleId::LegacyStreamSerialization;
     p.gpu = GpuEffect::SerializesWithBlockingStreams;

@@ -48,6 +48,14 @@ std::string rules_markdown() {
         "**note**: the call is meant to block (explicit synchronization); it is reported only when it held the host. "
         "**warning**: an implicit synchronization or serialization the author may not know of. "
         "**error**: an \"Async\" call that the documentation says may block the host.\n\n";
+  md += "## CUDA graphs\n\n";
+  md += "Work issued to a stream while it captures a graph (`cudaStreamBeginCapture` ... `cudaStreamEndCapture`, "
+        "including streams that joined the capture by waiting on an event recorded in it) is recorded into the graph, "
+        "not executed, so no rule about its execution applies: such calls are counted (`captured_calls` in the JSON "
+        "report) and never judged. Calls that a capture refused (CUDA errors 900-908, e.g. a synchronization of a "
+        "capturing stream, or any use of the legacy stream while a blocking stream captures) returned at once without "
+        "doing anything and are not judged either. A graph launch is judged like a kernel launch "
+        "([`graph-launch`](#graph-launch)): what it holds the host for is measured.\n\n";
   md += "## Summary\n\n";
   md += "| Id | Level | Title |\n";
   md += "|----|-------|-------|\n";

@@ -9,4 +9,6 @@ export LD_LIBRARY_PATH="$build/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/
 status=0
 echo "== gpu.samples"
 scripts/gpu-samples-test.sh "$build" "$build/tests/samples/test_samples" || status=1
+echo "== gpu.mpi_ranks"
+scripts/gpu-mpi-test.sh "$build" || status=1
 exit $status

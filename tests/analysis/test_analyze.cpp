@@ -11,6 +11,7 @@ using rules::MemoryKind;
 using rules::RuleId;
 
 constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kUs = 1'000;
 
 struct Builder {
   EventLog log;
@@ -127,6 +128,33 @@ TEST(Analyze, ActivityRecordKindWinsAndTheDisagreementIsNoted) {
   EXPECT_NE(a.findings[0].note.find("pinned"), std::string::npos);
 }
 
+// A call no rule predicts to hold the host: reported from threshold_ns when GPU work explains the hold, but from
+// own_cost_threshold_ns when nothing on the GPU does (its own cost, a slow call rather than a wait).
+TEST(Analyze, UndocumentedOwnCostIsReportedOnlyFromTheOwnCostThreshold) {
+  AnalysisOptions o;
+  for (uint64_t held : {300 * kUs, o.own_cost_threshold_ns - 1, o.own_cost_threshold_ns}) {
+    Builder b;
+    ApiCall& s = b.call(ApiKind::StreamCreate, 0, held);
+    s.handle = 0x7000;
+    Analysis a = analyze(b.log, o);
+    if (held < o.own_cost_threshold_ns) {
+      EXPECT_TRUE(a.findings.empty()) << held;
+    } else {
+      ASSERT_EQ(a.findings.size(), 1u) << held;
+      EXPECT_EQ(a.findings[0].rule, RuleId::UndocumentedBlock);
+      EXPECT_EQ(a.findings[0].evidence.by, ReleasedBy::NothingOnGpu);
+    }
+  }
+  // The same short hold, released by GPU work ending at its return: a wait, reported from threshold_ns.
+  Builder b;
+  ApiCall& h2d = b.copy(true, rules::CopyDirection::HostToDevice, MemoryKind::Pinned, MemoryKind::Device, 1 << 20, 0, 300 * kUs, 0x10);
+  b.op(GpuOpKind::Memcpy, h2d, 1000, 300 * kUs - 2000, 13, 2, 3);
+  Analysis a = analyze(b.log, o);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].rule, RuleId::UndocumentedBlock);
+  EXPECT_EQ(a.findings[0].evidence.by, ReleasedBy::OwnWork);
+}
+
 TEST(Analyze, ContextCreationInsideTheFirstCallIsNotAFinding) {
   Builder b;
   ApiCall& m = b.call(ApiKind::DeviceAlloc, 0, 300 * kMs);
@@ -241,6 +269,228 @@ TEST(Analyze, SyncWaitReleasedByOtherStreamWork) {
   EXPECT_EQ(f->evidence.by, ReleasedBy::OtherStreamWork);
   EXPECT_EQ(f->evidence.gap_ns, 4000);
   EXPECT_EQ(f->level, rules::Level::Note);
+}
+
+// ---- CUDA graphs: stream capture and graph launches ----
+
+constexpr int32_t kCaptureUnsupported = 900;  // cudaErrorStreamCaptureUnsupported
+constexpr int32_t kCaptureImplicit = 906;     // cudaErrorStreamCaptureImplicit (the legacy stream during capture)
+constexpr int32_t kCaptureWrongThread = 908;  // cudaErrorStreamCaptureWrongThread
+
+ApiCall& capture_begin(Builder& b, uint64_t stream, uint64_t t, uint32_t mode = 0) {
+  ApiCall& c = b.call(ApiKind::CaptureBegin, t, t + 5 * kUs, stream);
+  c.flags = mode;
+  return c;
+}
+ApiCall& capture_end(Builder& b, uint64_t stream, uint64_t t) {
+  ApiCall& c = b.call(ApiKind::CaptureEnd, t, t + 20 * kUs, stream);
+  c.handle = 0x9a0;  // the graph made
+  return c;
+}
+ApiCall& event_call(Builder& b, ApiKind api, uint64_t stream, uint64_t event, uint64_t t) {
+  ApiCall& c = b.call(api, t, t + 3 * kUs, stream);
+  c.handle = event;
+  return c;
+}
+
+// In capture, a large pageable copy, a memset and a launch that held the host are recorded, not executed: none is
+// judged (nor counted as documented-but-not-observed). After the capture ends, the same copy is judged as usual.
+TEST(AnalyzeCapture, CapturedCallsAreCountedNotJudgedAndTheEndRestoresJudging) {
+  Builder b;
+  const uint64_t s = 0x5000;
+  b.stream_create(s, 0, 0);  // blocking
+  capture_begin(b, s, 1 * kMs);
+  b.copy(true, rules::CopyDirection::HostToDevice, MemoryKind::Pageable, MemoryKind::Device, 32 << 20, 2 * kMs, 5 * kMs, s);
+  ApiCall& m = b.call(ApiKind::Memset, 5 * kMs + 10 * kUs, 5 * kMs + 15 * kUs, s);
+  m.call.async_form = true;
+  m.call.bytes = 32 << 20;
+  ApiCall& k = b.call(ApiKind::KernelLaunch, 6 * kMs, 7 * kMs, s);  // held 1 ms (its module loaded, say)
+  k.function = 0x42;
+  capture_end(b, s, 8 * kMs);
+  ApiCall& after = b.copy(true, rules::CopyDirection::HostToDevice, MemoryKind::Pageable, MemoryKind::Device, 32 << 20,
+                          10 * kMs, 13 * kMs, s);
+  b.op(GpuOpKind::Memcpy, after, 10 * kMs + 50 * kUs, 12 * kMs + 990 * kUs, 13, 1, 3);
+
+  const Analysis a = analyze(b.log, AnalysisOptions{});
+  for (size_t i : {2u, 3u, 4u}) EXPECT_TRUE(a.described[i].captured) << i;
+  for (size_t i : {0u, 1u, 5u, 6u}) EXPECT_FALSE(a.described[i].captured) << i;
+  EXPECT_EQ(a.captured_calls, 3u);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].call, 6u);
+  EXPECT_EQ(a.findings[0].rule, RuleId::CopyAsyncPageableH2D);
+  EXPECT_EQ(a.findings[0].evidence.by, ReleasedBy::OwnWork);
+  EXPECT_TRUE(a.not_observed.empty());
+  // The capture calls' state is what compaction must keep.
+  EXPECT_EQ(a.capture_state_calls, (std::vector<size_t>{1, 5}));
+}
+
+// Fork and join: a second stream waits on an event recorded in the capturing stream and so joins the capture; its
+// launch is recorded. It leaves when the capture ends on the origin stream. An event recorded outside any capture
+// joins nothing.
+TEST(AnalyzeCapture, AStreamJoinsThroughAnEventAndLeavesWhenTheOriginEnds) {
+  Builder b;
+  const uint64_t s = 0x5000, side = 0x6000, other = 0x7000, fork = 0xe1, unrelated = 0xe2;
+  b.stream_create(s, 0, 0);
+  b.stream_create(side, 0, 20);
+  b.stream_create(other, 0, 40);
+  event_call(b, ApiKind::EventRecord, other, unrelated, 100);        // 3: outside any capture
+  b.call(ApiKind::KernelLaunch, 1 * kMs, 2 * kMs, side);             // 4: side, before the capture: judged
+  capture_begin(b, s, 3 * kMs);                                      // 5
+  b.call(ApiKind::KernelLaunch, 3 * kMs + 5 * kUs, 4 * kMs + 5 * kUs, side);  // 6: side has not joined yet: judged
+  event_call(b, ApiKind::EventRecord, s, fork, 4 * kMs + 10 * kUs);  // 7: the fork event, in the capture
+  event_call(b, ApiKind::StreamWaitEvent, side, fork, 4 * kMs + 20 * kUs);  // 8: side joins
+  b.call(ApiKind::KernelLaunch, 5 * kMs, 6 * kMs, side);                    // 9: recorded
+  event_call(b, ApiKind::StreamWaitEvent, other, unrelated, 6 * kMs + 10 * kUs);  // 10: not a capture event
+  b.call(ApiKind::KernelLaunch, 7 * kMs, 8 * kMs, other);                         // 11: other did not join
+  capture_end(b, s, 9 * kMs);                                                     // 12
+  b.call(ApiKind::KernelLaunch, 10 * kMs, 11 * kMs, side);                        // 13: side left: judged again
+
+  const Analysis a = analyze(b.log, AnalysisOptions{});
+  std::vector<size_t> captured;
+  for (size_t i = 0; i < a.described.size(); ++i) {
+    if (a.described[i].captured) captured.push_back(i);
+  }
+  EXPECT_EQ(captured, (std::vector<size_t>{7, 8, 9}));
+  EXPECT_EQ(a.captured_calls, 3u);
+  std::vector<size_t> judged_launches;
+  for (const Finding& f : a.findings) judged_launches.push_back(f.call);
+  EXPECT_EQ(judged_launches, (std::vector<size_t>{4, 6, 11, 13}));  // each held 1 ms (the own-cost threshold)
+  EXPECT_EQ(a.findings[0].rule, RuleId::FirstLaunchLazyLoading);      // the first launch of function 0
+  for (size_t i = 1; i < a.findings.size(); ++i) EXPECT_EQ(a.findings[i].rule, RuleId::UndocumentedBlock);
+  EXPECT_EQ(a.capture_state_calls, (std::vector<size_t>{5, 7, 8, 12}));
+}
+
+// Re-recording a capture's event outside the capture makes waiting on it an ordinary wait again.
+TEST(AnalyzeCapture, AnEventRecordedAgainOutsideTheCaptureNoLongerJoins) {
+  Builder b;
+  const uint64_t s = 0x5000, side = 0x6000, other = 0x7000, e = 0xe1;
+  capture_begin(b, s, 0);
+  event_call(b, ApiKind::EventRecord, s, e, 10 * kUs);       // 1: in the capture
+  event_call(b, ApiKind::EventRecord, other, e, 20 * kUs);   // 2: again, outside
+  event_call(b, ApiKind::StreamWaitEvent, side, e, 30 * kUs);  // 3: an ordinary wait
+  b.call(ApiKind::KernelLaunch, 40 * kUs, 50 * kUs, side);     // 4
+  const Analysis a = analyze(b.log, AnalysisOptions{});
+  EXPECT_TRUE(a.described[1].captured);
+  EXPECT_FALSE(a.described[2].captured);
+  EXPECT_FALSE(a.described[3].captured);
+  EXPECT_FALSE(a.described[4].captured);
+  EXPECT_EQ(a.capture_state_calls, (std::vector<size_t>{0, 1, 2}));
+}
+
+// The capture ends only where it began, and not when the end was refused (another thread, non-relaxed mode).
+TEST(AnalyzeCapture, OnlyASuccessfulEndOnTheOriginStreamEndsTheCapture) {
+  Builder b;
+  const uint64_t s = 0x5000, side = 0x6000, e = 0xe1;
+  capture_begin(b, s, 0);
+  event_call(b, ApiKind::EventRecord, s, e, 10 * kUs);
+  event_call(b, ApiKind::StreamWaitEvent, side, e, 20 * kUs);
+  capture_end(b, side, 30 * kUs).result = 903;  // 3: cudaErrorStreamCaptureUnmatched: not the origin
+  capture_end(b, s, 60 * kUs).result = kCaptureWrongThread;  // 4: refused
+  b.call(ApiKind::KernelLaunch, 100 * kUs, 110 * kUs, side);  // 5: still captured
+  capture_end(b, s, 200 * kUs);                                // 6
+  b.call(ApiKind::KernelLaunch, 300 * kUs, 310 * kUs, side);  // 7
+  b.call(ApiKind::KernelLaunch, 320 * kUs, 330 * kUs, s);     // 8
+  const Analysis a = analyze(b.log, AnalysisOptions{});
+  EXPECT_TRUE(a.described[5].captured);
+  EXPECT_FALSE(a.described[7].captured);
+  EXPECT_FALSE(a.described[8].captured);
+  EXPECT_EQ(a.capture_state_calls, (std::vector<size_t>{0, 1, 2, 6}));
+}
+
+// A failed begin starts nothing; the legacy stream cannot capture.
+TEST(AnalyzeCapture, AFailedBeginAndTheLegacyStreamCaptureNothing) {
+  Builder b;
+  capture_begin(b, 0x5000, 0).result = 1;  // cudaErrorInvalidValue
+  capture_begin(b, 0x1, 10 * kUs);          // cudaStreamLegacy: the driver refuses it (a recording says success)
+  b.call(ApiKind::KernelLaunch, 20 * kUs, 30 * kUs, 0x5000);
+  b.call(ApiKind::KernelLaunch, 40 * kUs, 50 * kUs, 0x1);
+  b.call(ApiKind::KernelLaunch, 60 * kUs, 70 * kUs, 0);
+  const Analysis a = analyze(b.log, AnalysisOptions{});
+  for (const rules::CallDescription& d : a.described) EXPECT_FALSE(d.captured);
+  EXPECT_TRUE(a.capture_state_calls.empty());
+}
+
+// The per-thread default stream is one stream per thread: a capture on thread 0's does not capture thread 1's.
+TEST(AnalyzeCapture, PerThreadDefaultStreamCapturesPerThread) {
+  Builder b;
+  ApiCall& begin = capture_begin(b, 0x2, 0);  // cudaStreamPerThread
+  begin.thread = 0;
+  ApiCall& mine = b.call(ApiKind::KernelLaunch, 10 * kUs, 20 * kUs, 0);
+  mine.call.per_thread_variant = true;  // stream 0 in a _ptsz entry point: this thread's default stream
+  b.call(ApiKind::KernelLaunch, 30 * kUs, 40 * kUs, 0x2).thread = 1;
+  const Analysis a = analyze(b.log, AnalysisOptions{});
+  EXPECT_TRUE(a.described[1].captured);
+  EXPECT_FALSE(a.described[2].captured);
+}
+
+// Calls that the capture refused (a synchronization of the capturing stream, the legacy stream while a blocking
+// stream captures, an unsafe call in global mode) returned an error and did nothing: not judged, not counted.
+TEST(AnalyzeCapture, CallsTheCaptureRefusedAreNotJudged) {
+  Builder b;
+  const uint64_t s = 0x5000;
+  capture_begin(b, s, 0);
+  b.call(ApiKind::StreamSynchronize, 10 * kUs, 400 * kUs, s).result = kCaptureUnsupported;
+  ApiCall& legacy = b.copy(false, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pageable, 1 << 20,
+                           500 * kUs, 900 * kUs);
+  legacy.result = kCaptureImplicit;
+  b.call(ApiKind::DeviceAlloc, 1 * kMs, 1 * kMs + 10 * kUs).result = kCaptureUnsupported;
+  b.call(ApiKind::DeviceAlloc, 2 * kMs, 3 * kMs);  // an ordinary failure-free allocation: judged
+  const Analysis a = analyze(b.log, AnalysisOptions{});
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].call, 4u);
+  EXPECT_EQ(a.findings[0].rule, RuleId::DeviceAlloc);
+  EXPECT_TRUE(a.not_observed.empty());
+  EXPECT_EQ(a.captured_calls, 0u);
+}
+
+// A graph launch is measured like a launch: documented asynchronous, so it is reported only when it held the host
+// (as an undocumented block, with its own work as evidence), and a fast one is neither reported nor counted. The
+// stream synchronization after it is the real wait.
+TEST(AnalyzeCapture, GraphLaunchesAreMeasuredLikeLaunches) {
+  Builder b;
+  const uint64_t s = 0x5000;
+  b.stream_create(s, 0, 0);
+  ApiCall& fast = b.call(ApiKind::GraphLaunch, 1 * kMs, 1 * kMs + 8 * kUs, s);
+  fast.handle = 0x6e0;
+  b.op(GpuOpKind::Kernel, fast, 1 * kMs + 10 * kUs, 3 * kMs, 13);
+  ApiCall& slow = b.call(ApiKind::GraphLaunch, 1 * kMs + 20 * kUs, 5 * kMs, s);  // held ~4 ms
+  slow.handle = 0x6e0;
+  b.op(GpuOpKind::Memcpy, slow, 3 * kMs, 4 * kMs + 995 * kUs, 13, 1, 3);  // its pageable copy node
+  b.op(GpuOpKind::Kernel, slow, 5 * kMs + 10 * kUs, 8 * kMs, 13);
+  b.call(ApiKind::StreamSynchronize, 5 * kMs + 20 * kUs, 8 * kMs + 4 * kUs, s);
+  const Analysis a = analyze(b.log, AnalysisOptions{});
+  EXPECT_EQ(a.captured_calls, 0u);
+  ASSERT_EQ(a.findings.size(), 2u);
+  EXPECT_EQ(a.findings[0].call, 2u);
+  EXPECT_EQ(a.findings[0].rule, RuleId::UndocumentedBlock);
+  EXPECT_EQ(a.findings[0].predicted, RuleId::GraphLaunch);
+  EXPECT_EQ(a.findings[0].evidence.by, ReleasedBy::OwnWork);
+  EXPECT_EQ(a.findings[1].call, 3u);
+  EXPECT_EQ(a.findings[1].rule, RuleId::StreamSynchronize);
+  EXPECT_EQ(a.findings[1].evidence.by, ReleasedBy::EarlierWorkSameStream);
+  EXPECT_TRUE(a.not_observed.empty());
+}
+
+// A graph launched into a capturing stream becomes a child-graph node: recorded, not measured.
+TEST(AnalyzeCapture, AGraphLaunchedIntoACaptureIsRecorded) {
+  Builder b;
+  capture_begin(b, 0x5000, 0);
+  b.call(ApiKind::GraphLaunch, 10 * kUs, 2 * kMs, 0x5000);
+  const Analysis a = analyze(b.log, AnalysisOptions{});
+  EXPECT_TRUE(a.described[1].captured);
+  EXPECT_TRUE(a.findings.empty());
+  EXPECT_EQ(a.captured_calls, 1u);
+}
+
+// Captured calls are ours to mark: a description that arrives marked (a hand-made log) is decided again.
+TEST(AnalyzeCapture, TheAnalysisDecidesWhatWasCaptured) {
+  Builder b;
+  ApiCall& k = b.call(ApiKind::KernelLaunch, 0, 1 * kMs, 0x5000);
+  k.call.captured = true;
+  const Analysis a = analyze(b.log, AnalysisOptions{});
+  EXPECT_FALSE(a.described[0].captured);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.captured_calls, 0u);
 }
 
 }  // namespace

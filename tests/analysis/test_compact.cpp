@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "analysis/compact.h"
@@ -70,6 +71,14 @@ TEST(Compact, EveryRecordingReportsTheSameAtEveryHorizon) {
         CompactStats st;
         if (compact(once, horizon, compact_options(original, margin), &st)) ++shrunk;
         EXPECT_EQ(json_of(once), expected) << entry.path() << " margin " << margin << " horizon " << k << "/10";
+        // Saved and read back (the command's own path: the library saves, the command analyzes).
+        std::stringstream saved;
+        write_recording(saved, once);
+        EventLog reread;
+        std::string read_error;
+        ASSERT_TRUE(read_recording(saved, reread, read_error)) << read_error;
+        EXPECT_EQ(compacted(reread), compacted(once));
+        EXPECT_EQ(json_of(reread), expected) << entry.path() << " saved, margin " << margin << " horizon " << k << "/10";
         compact(repeated, horizon, compact_options(original, margin));
         EXPECT_EQ(json_of(repeated), expected) << entry.path() << " margin " << margin << " repeated to " << k << "/10";
       }
@@ -232,8 +241,20 @@ TEST(Compact, NvtxRangeCountsStayExact) {
   const report::ReportData data = report::make_report(b.log, a);
   ASSERT_EQ(data.rows.size(), 1u);
   ASSERT_EQ(data.rows[0].nvtx.size(), 3u);
-  for (const auto& [id, count] : data.rows[0].nvtx) EXPECT_EQ(count, per_range[id]) << "range " << id;
+  for (const report::RangeCount& r : data.rows[0].nvtx) {
+    const auto at = std::find(b.log.nvtx_ranges.begin(), b.log.nvtx_ranges.end(), NvtxRange{r.domain, r.name});
+    ASSERT_NE(at, b.log.nvtx_ranges.end()) << r.name;
+    EXPECT_EQ(r.count, per_range[at - b.log.nvtx_ranges.begin() + 1]) << "range " << r.name << " in " << r.domain;
+  }
   EXPECT_EQ(data.rows[0].count, 3'000u);
+  // Saved as a recording (carried_site lines keep the range) and read back, the report is the same.
+  std::stringstream saved;
+  write_recording(saved, b.log);
+  EXPECT_NE(saved.str().find("\ncarried_site "), std::string::npos);
+  EventLog reread;
+  std::string error;
+  ASSERT_TRUE(read_recording(saved, reread, error)) << error;
+  EXPECT_EQ(json_of(reread), expected);
 }
 
 // State that later calls' descriptions read survives the compaction of the calls that made it.
@@ -342,6 +363,94 @@ TEST(Compact, LegacyStreamFindingsSurvive) {
     compact(copy, h, compact_options(copy, 2 * kMs));
     EXPECT_EQ(json_of(copy), expected) << h;
   }
+}
+
+// Stream capture: the calls that began a capture, recorded its fork event and ended it are state that later calls'
+// descriptions read, so they survive as context; captured calls never get GPU work of their own, so they are not
+// kept as waiting for it, and the count of those dropped is carried.
+TEST(Compact, CaptureStateSurvivesAndCapturedCallsDoNotWaitForWork) {
+  Builder b;
+  const uint64_t origin = 0x5000, side = 0x6000, fork = 0xe1;
+  for (uint64_t h : {origin, side}) b.call(ApiKind::StreamCreate, 0, 10 * kUs).handle = h;  // blocking
+  ApiCall& ns = b.call(ApiKind::StreamCreate, 20 * kUs, 30 * kUs);
+  ns.handle = 0x7000;
+  ns.flags = 1;
+  b.call(ApiKind::CaptureBegin, 100 * kUs, 105 * kUs, origin);
+  b.call(ApiKind::EventRecord, 110 * kUs, 112 * kUs, origin).handle = fork;
+  uint64_t t = 200 * kUs;
+  for (int i = 0; i < 1000; ++i, t += 20 * kUs) {
+    b.call(ApiKind::KernelLaunch, t, t + 3 * kUs, origin).function = 7;  // recorded: no work will ever come
+    b.launch(t + 10 * kUs);                                               // executed, on the non-blocking stream
+  }
+  const uint64_t late = 100 * kMs;
+  const size_t later = b.log.calls.size();
+  b.call(ApiKind::StreamWaitEvent, late, late + 3 * kUs, side).handle = fork;  // joins the capture
+  b.call(ApiKind::KernelLaunch, late + 10 * kUs, late + 1 * kMs, side).function = 8;  // recorded, held 1 ms
+  b.call(ApiKind::CaptureEnd, late + 2 * kMs, late + 2 * kMs + 30 * kUs, origin);
+  b.call(ApiKind::KernelLaunch, late + 3 * kMs, late + 4 * kMs, side).function = 8;    // executed: judged
+  for (uint64_t i = 0; i < 1000; ++i) b.launch(late + 5 * kMs + i * 20 * kUs);  // ordinary work after the capture
+  const Analysis before = analyze(b.log, AnalysisOptions{});
+  const std::string expected = json_of(b.log);
+  ASSERT_NE(expected.find("\"captured_calls\": 1003"), std::string::npos);  // fork record, 1000 launches, join, launch
+  EXPECT_TRUE(before.described[later + 1].captured);
+  EXPECT_FALSE(before.described[later + 3].captured);
+
+  EventLog once = b.log;
+  CompactStats st;
+  ASSERT_TRUE(compact(once, 50 * kMs, compact_options(once, 2 * kMs), &st));
+  // Captured launches were not kept waiting for work: only the first (the first launch of its function) stayed.
+  EXPECT_EQ(std::count_if(once.calls.begin(), once.calls.end(),
+                          [&](const ApiCall& c) { return c.call.api == ApiKind::KernelLaunch && c.stream == origin; }),
+            1);
+  EXPECT_EQ(json_of(once), expected);
+  const Analysis after = analyze(once, AnalysisOptions{});
+  const size_t n = once.calls.size();
+  size_t first_late = 0;
+  while (first_late < n && once.calls[first_late].start_ns < late) ++first_late;
+  ASSERT_LE(first_late + 4, n);
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(after.described[first_late + k], before.described[later + k]) << k;
+  auto kept = [&](ApiKind api, uint64_t stream) {
+    return std::any_of(once.calls.begin(), once.calls.end(), [&](const ApiCall& c) {
+      return c.call.api == api && c.stream == stream && c.start_ns < late;
+    });
+  };
+  EXPECT_TRUE(kept(ApiKind::CaptureBegin, origin));
+  EXPECT_TRUE(kept(ApiKind::EventRecord, origin));
+  // Compacted again once everything is over: the join and the capture's end are kept as well, and the counts
+  // still agree.
+  ASSERT_TRUE(compact(once, late + 100 * kMs, compact_options(once, 2 * kMs)));
+  EXPECT_EQ(json_of(once), expected);
+  for (ApiKind api : {ApiKind::CaptureEnd, ApiKind::StreamWaitEvent}) {
+    EXPECT_TRUE(std::any_of(once.calls.begin(), once.calls.end(),
+                            [&](const ApiCall& c) { return c.call.api == api && c.context_only; }));
+  }
+  EXPECT_LT(once.calls.size(), 30u);
+}
+
+// A capture begun long before the cut is still open after it: its begin stays, so that a pageable copy issued to
+// the capturing stream later is still described as captured (and not reported as an error).
+TEST(Compact, ACaptureStillOpenKeepsLaterCallsCaptured) {
+  Builder b;
+  const uint64_t origin = 0x5000;
+  b.call(ApiKind::StreamCreate, 0, 10 * kUs).handle = origin;
+  b.call(ApiKind::CaptureBegin, 100 * kUs, 105 * kUs, origin);
+  for (uint64_t i = 0; i < 1000; ++i) b.launch(200 * kUs + i * 10 * kUs);
+  const uint64_t late = 100 * kMs;
+  ApiCall& copy = b.call(ApiKind::Copy, late, late + 5 * kMs, origin);  // a pageable copy that would be an error
+  copy.call.async_form = true;
+  copy.call.direction = rules::CopyDirection::HostToDevice;
+  copy.call.src = MemoryKind::Pageable;
+  copy.call.dst = MemoryKind::Device;
+  copy.call.bytes = 32 << 20;
+  const std::string expected = json_of(b.log);
+  ASSERT_EQ(expected.find("copy-async-pageable-h2d"), std::string::npos);
+  EventLog once = b.log;
+  ASSERT_TRUE(compact(once, 50 * kMs, compact_options(once, 2 * kMs)));
+  EXPECT_EQ(json_of(once), expected);
+  const Analysis after = analyze(once, AnalysisOptions{});
+  EXPECT_TRUE(after.described.back().captured);
+  EXPECT_EQ(once.calls[1].call.api, ApiKind::CaptureBegin);
+  EXPECT_TRUE(once.calls[1].context_only);
 }
 
 }  // namespace

@@ -75,6 +75,35 @@ TEST(Recording, RoundTripsEveryField) {
   EXPECT_EQ(again.str(), first.str());
 }
 
+// The capture calls (new in the format's version 1, additive) round-trip with their stream, mode and graph.
+TEST(Recording, CaptureCallsRoundTrip) {
+  EventLog log = sample_log();
+  ApiCall begin = log.calls[0];
+  begin.call = {};
+  begin.call.api = rules::ApiKind::CaptureBegin;
+  begin.flags = 2;  // relaxed
+  begin.handle = 0;
+  ApiCall end = begin;
+  end.call.api = rules::ApiKind::CaptureEnd;
+  end.flags = 0;
+  end.handle = 0x9a0;
+  log.calls.push_back(begin);
+  log.calls.push_back(end);
+  std::stringstream s;
+  write_recording(s, log);
+  EXPECT_NE(s.str().find(" capture-begin "), std::string::npos);
+  EXPECT_NE(s.str().find(" capture-end "), std::string::npos);
+  EventLog back;
+  std::string error;
+  ASSERT_TRUE(read_recording(s, back, error)) << error;
+  ASSERT_EQ(back.calls.size(), 3u);
+  EXPECT_EQ(back.calls[1].call.api, rules::ApiKind::CaptureBegin);
+  EXPECT_EQ(back.calls[1].flags, 2u);
+  EXPECT_EQ(back.calls[1].stream, 0xdeadbeefu);
+  EXPECT_EQ(back.calls[2].call.api, rules::ApiKind::CaptureEnd);
+  EXPECT_EQ(back.calls[2].handle, 0x9a0u);
+}
+
 TEST(Recording, TruncatedRecordingIsMarkedIncomplete) {
   std::stringstream s;
   write_recording(s, sample_log());
@@ -152,13 +181,13 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"empty", "", "empty file: not an asynccheck recording"},
       {"magic", "hello\n", "line 1: not an asynccheck recording (expected first line 'asynccheck-recording 1')"},
       {"version", "asynccheck-recording 9\n", "line 1: recording version '9' is not supported (this asynccheck reads version 1)"},
-      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, op, mark, end)"},
+      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, end)"},
       {"op fields", head + "op kernel 1 2\n", "line 2: expected 13 fields after 'op', got 3 (op kind corr start end device context stream bytes copy_kind src_kind dst_kind sync_type name)"},
       {"op kind", head + "op warp 1 2 3 0 0 0 0 0 0 0 0 -\n", "line 2: field 'kind': 'warp' is not one of: memcpy, memset, kernel, sync"},
       {"op order", head + "op kernel 1 5 3 0 0 0 0 0 0 0 0 -\n", "line 2: op ends before it starts"},
       {"number", head + "mark module-loaded x 0\n", "line 2: field 'time': 'x' is not a decimal integer in range"},
       {"api order", head + "api 3 cudaFree\n", "line 2: api index 3 out of order (expected 0)"},
-      {"run key", head + "run color=blue\n", "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, module_loading, launch_blocking, complete, end)"},
+      {"run key", head + "run color=blue\n", "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, module_loading, launch_blocking, complete, end, rank, rank_from)"},
       {"after end", head + "end\nmark module-loaded 1 0\n", "line 3: content after 'end'"},
       {"percent", head + "arg %4\n", "line 2: field 'text': bad percent-encoding in '%4'"},
       {"percent sign", head + "arg %-1\n", "line 2: field 'text': bad percent-encoding in '%-1'"},  // fuzzing
@@ -168,6 +197,12 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"pyframe line", head + "stack 1 10\npyframe 1 a.py f -4\n", "line 3: field 'line': -4 is negative"},
       {"pyframe number", head + "stack 1 10\npyframe 1 a.py f x\n", "line 3: field 'line': 'x' is not a decimal integer in range"},
       {"pyframe text", head + "stack 1 10\npyframe 1 a%2 f 3\n", "line 3: field 'file': bad percent-encoding in 'a%2'"},
+      {"carried fields", head + "carried 1 2 3\n", "line 2: expected 4 fields after 'carried', got 3 (carried calls ops context_creation_ns kind_disagreements)"},
+      {"carried rule", head + "carried_not_observed copy-everything 3\n", "line 2: field 'rule': 'copy-everything' is not a rule id (asynccheck --list-rules lists them)"},
+      {"carried rule twice", head + "carried_not_observed undocumented-block 3\ncarried_not_observed undocumented-block 1\n", "line 3: rule 'undocumented-block' given twice"},
+      {"carried site stack", head + "api 0 cudaMemcpy\ncarried_site 4 0 undocumented-block 1 10 10 0\n", "line 3: field 'stack': stack 4 was not declared"},
+      {"carried site name", head + "carried_site 0 2 undocumented-block 1 10 10 0\n", "line 2: field 'name': api index 2 was not declared by an 'api' line"},
+      {"carried site count", head + "api 0 cudaMemcpy\ncarried_site 0 0 undocumented-block 0 10 10 0\n", "line 3: field 'count': a carried site has at least one finding"},
   };
   for (const BadCase& c : cases) {
     std::stringstream in(c.text);
@@ -233,6 +268,15 @@ TEST(Recording, BadNvtxLinesGetPreciseErrors) {
        "line 3: expected 28 or 29 fields after 'call', got 30 (call corr driver_corr start end thread domain cbid name api "
        "async ptds dir bytes src dst stream_kind pending first stream_ordered wait stream src_ptr dst_ptr function handle "
        "flags stack result [nvtx])"},
+      {"ctxcall fields", head + "ctxcall 1 0 10\n",
+       "line 3: expected 28 or 29 fields after 'ctxcall', got 3 (call corr driver_corr start end thread domain cbid name "
+       "api async ptds dir bytes src dst stream_kind pending first stream_ordered wait stream src_ptr dst_ptr function "
+       "handle flags stack result [nvtx])"},
+      {"carried site undeclared", head + "nvtx 1 %00 forward\ncarried_site 0 0 undocumented-block 1 10 10 0 2\n",
+       "line 4: field 'nvtx': NVTX range 2 was not declared by an 'nvtx' line (valid: 1 to 1, or no field for none)"},
+      {"carried site fields", head + "carried_site 0 0 undocumented-block 1 10 10 0 1 1\n",
+       "line 3: expected 7 or 8 fields after 'carried_site', got 9 (carried_site stack name rule count total_ns max_ns "
+       "bytes [nvtx])"},
   };
   for (const BadCase& c : cases) {
     std::stringstream in(c.text);

@@ -12,65 +12,13 @@
 #include <string>
 #include <vector>
 
-namespace fs = std::filesystem;
+#include "analysis/compact.h"
+#include "analysis/recording.h"
+#include "command.h"
+
+using namespace asynccheck::testing;
 
 namespace {
-
-const fs::path kSource = ASYNCCHECK_SOURCE_DIR;
-const fs::path kCommand = ASYNCCHECK_COMMAND;
-const fs::path kLibrary = ASYNCCHECK_LIBRARY;
-const fs::path kRecording = kSource / "tests/fixtures/recordings/seed000_answer.pageable.rec";
-
-struct Result {
-  int status = 0;  // as from waitpid
-  std::string out, err;
-  int code() const { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
-  std::string first_err_line() const { return err.substr(0, err.find('\n')); }
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("asynccheck-cli-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs `argv` with `env` added, stdout and stderr captured.
-  Result run(std::vector<std::string> argv, std::vector<std::string> env = {}) {
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    pid_t pid = fork();
-    if (pid == 0) {
-      freopen(out.c_str(), "w", stdout);
-      freopen(err.c_str(), "w", stderr);
-      for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
-      std::vector<char*> args;
-      for (std::string& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    Result r;
-    waitpid(pid, &r.status, 0);
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
-  Result asynccheck(std::vector<std::string> args) {
-    args.insert(args.begin(), kCommand.string());
-    return run(args);
-  }
-  fs::path dir_;
-};
 
 // Bad input: exit 2 before the program starts, with a message naming the problem and what is valid.
 TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
@@ -84,7 +32,7 @@ TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
     std::string message;
   } cases[] = {
       {{"--bogus=1"}, "unknown option '--bogus' (valid: error-exitcode, fail-on, read, threshold, format, output, json, "
-                      "sarif, trace, log_file, save, suppressions, baseline, save_baseline, overwrite, compact, print_limit, "
+                      "sarif, trace, log_file, save, suppressions, baseline, save_baseline, overwrite, compact, stats, print_limit, "
                       "summary, symbolize, activity_buffer_kb, signal_timeout, help)"},
       {{"--threshold=soon"}, "option 'threshold': 'soon' is not a duration (valid: a whole number with ns, us, ms or "
                              "s, e.g. 100us, 2ms; no unit means us)"},
@@ -98,8 +46,8 @@ TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
            (dir_ / "missing").string() + "' does not exist"},
       {{"--sarif=" + (dir_ / "exists.json").string()},
        "option 'sarif': cannot write '" + (dir_ / "exists.json").string() +
-           "': it already exists (valid: a new path, overwrite=1 to replace it, or %p in the name for one file per "
-           "process)"},
+           "': it already exists (valid: a new path, overwrite=1 to replace it, or %p or %r in the name for one file "
+           "per process or rank)"},
       {{"--trace=" + (dir_ / "link.json").string(), "--overwrite=1"},
        "option 'trace': cannot write '" + (dir_ / "link.json").string() +
            "': it is a symbolic link (asynccheck never writes through links)"},
@@ -145,6 +93,49 @@ TEST_F(Cli, AnalyzeBadInput) {
   EXPECT_EQ(r.first_err_line(), "asynccheck: ERROR: --read analyzes a recording: no program may follow it (got '/bin/true')");
   r = asynccheck({"analyze"});
   EXPECT_EQ(r.code(), 2);
+}
+
+// A run compacted as it went (the command's default) saves a recording that analyzes to the same report at its
+// threshold; another threshold, or a trace, needs every event and is refused with the way out.
+TEST_F(Cli, CompactedRecordingsAnalyzeAtTheirThresholdOnly) {
+  asynccheck::EventLog log;
+  std::string error;
+  std::ifstream in(kRecording);
+  ASSERT_TRUE(asynccheck::read_recording(in, log, error)) << error;
+  uint64_t end = 0;
+  for (const auto& c : log.calls) end = std::max(end, c.end_ns);
+  asynccheck::CompactOptions o;
+  o.analysis.threshold_ns = log.run.threshold_ns;
+  o.margin_ns = 1'000'000;
+  ASSERT_TRUE(asynccheck::compact(log, end + 2 * o.margin_ns, o));
+  const fs::path compacted = dir_ / "compacted.rec";
+  std::ofstream(compacted) << [&] {
+    std::ostringstream s;
+    asynccheck::write_recording(s, log);
+    return s.str();
+  }();
+  Result full = asynccheck({"analyze", kRecording.string(), "--json=" + (dir_ / "full.json").string()});
+  Result small = asynccheck({"analyze", compacted.string(), "--json=" + (dir_ / "small.json").string()});
+  ASSERT_EQ(full.code(), 0) << full.err;
+  ASSERT_EQ(small.code(), 0) << small.err;
+  EXPECT_EQ(slurp(dir_ / "small.json"), slurp(dir_ / "full.json"));
+  EXPECT_EQ(small.err, full.err);  // the summary
+
+  Result r = asynccheck({"analyze", compacted.string(), "--threshold=50us"});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_EQ(r.first_err_line(), "asynccheck: ERROR: recording '" + compacted.string() +
+                                    "' was compacted as it was captured, for threshold=" +
+                                    std::to_string(log.run.threshold_ns) +
+                                    "ns; it can only be analyzed at that threshold (record with --compact=0 to analyze at another)");
+  r = asynccheck({"analyze", compacted.string(), "--threshold=" + std::to_string(log.run.threshold_ns) + "ns"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  r = asynccheck({"analyze", compacted.string(), "--trace=" + (dir_ / "t.json").string()});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_TRUE(r.first_err_line().find("lacks the events a trace draws (record with --compact=0") != std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "t.json"));
+  // The full recording draws its trace at any threshold.
+  r = asynccheck({"analyze", kRecording.string(), "--threshold=50us", "--trace=" + (dir_ / "t.json").string()});
+  EXPECT_EQ(r.code(), 0) << r.err;
 }
 
 // The program's output and exit status are its own (here without a GPU: asynccheck fails open).

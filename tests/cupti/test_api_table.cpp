@@ -853,6 +853,71 @@ TEST(DecodeStream, DestroySynchronizeQuery) {
   EXPECT_EQ(drv(CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz, dq).stream, kStream);
 }
 
+TEST(DecodeCapture, BeginRecordsTheStreamAndTheMode) {
+  cudaStreamBeginCapture_v10000_params p{fake<cudaStream_t>(kStream), cudaStreamCaptureModeRelaxed};
+  const ApiCall c = rt(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, p);
+  EXPECT_EQ(c.call.api, ApiKind::CaptureBegin);
+  EXPECT_STREQ(runtime_spec(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000).name, "cudaStreamBeginCapture");
+  EXPECT_EQ(c.stream, kStream);
+  EXPECT_EQ(c.flags, 2u);
+  EXPECT_EQ(c.handle, 0u);
+
+  cudaStreamBeginCapture_ptsz_v10000_params pt{fake<cudaStream_t>(0), cudaStreamCaptureModeThreadLocal};
+  const ApiCall cpt = rt(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000, pt);
+  EXPECT_TRUE(cpt.call.per_thread_variant);
+  EXPECT_EQ(cpt.flags, 1u);
+
+  cudaStreamBeginCaptureToGraph_v12030_params tg{fake<cudaStream_t>(kStream), fake<cudaGraph_t>(0x9a1), nullptr,
+                                                 nullptr, 0, cudaStreamCaptureModeGlobal};
+  const ApiCall ctg = rt(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030, tg);
+  EXPECT_EQ(ctg.call.api, ApiKind::CaptureBegin);
+  EXPECT_EQ(ctg.stream, kStream);
+  EXPECT_EQ(ctg.handle, 0x9a1u);
+  EXPECT_EQ(ctg.flags, 0u);
+
+  cuStreamBeginCapture_v2_params d{fake<CUstream>(kStream + 1), CU_STREAM_CAPTURE_MODE_RELAXED};
+  const ApiCall cd = drv(CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, d);
+  EXPECT_EQ(cd.call.api, ApiKind::CaptureBegin);
+  EXPECT_EQ(cd.stream, kStream + 1);
+  EXPECT_EQ(cd.flags, static_cast<uint32_t>(CU_STREAM_CAPTURE_MODE_RELAXED));
+
+  cuStreamBeginCapture_params old{fake<CUstream>(kStream + 2)};  // CUDA 10.0: no mode argument
+  const ApiCall co = drv(CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture, old);
+  EXPECT_EQ(co.stream, kStream + 2);
+  EXPECT_EQ(co.flags, 0u);
+
+  cuStreamBeginCaptureToGraph_ptsz_params dtg{fake<CUstream>(kStream), fake<CUgraph>(0x9a2), nullptr, nullptr, 0,
+                                              CU_STREAM_CAPTURE_MODE_THREAD_LOCAL};
+  const ApiCall cdtg = drv(CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz, dtg);
+  EXPECT_EQ(cdtg.handle, 0x9a2u);
+  EXPECT_EQ(cdtg.flags, 1u);
+  EXPECT_TRUE(cdtg.call.per_thread_variant);
+}
+
+TEST(DecodeCapture, EndRecordsTheStreamAndTheGraphMadeAtExit) {
+  cudaGraph_t graph = fake<cudaGraph_t>(0);
+  cudaStreamEndCapture_v10000_params p{fake<cudaStream_t>(kStream), &graph};
+  ApiCall call;
+  const ApiSpec& spec = runtime_spec(CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000);
+  decode_enter(spec, &p, call);
+  EXPECT_EQ(call.call.api, ApiKind::CaptureEnd);
+  EXPECT_EQ(call.stream, kStream);
+  EXPECT_EQ(call.handle, 0u);
+  graph = fake<cudaGraph_t>(0x9a3);  // what the runtime writes before returning
+  decode_exit(spec, &p, call);
+  EXPECT_EQ(call.handle, 0x9a3u);
+
+  CUgraph hg = fake<CUgraph>(0x9a4);
+  cuStreamEndCapture_ptsz_params d{fake<CUstream>(kStream), &hg};
+  const ApiCall cd = drv(CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz, d);
+  EXPECT_EQ(cd.call.api, ApiKind::CaptureEnd);
+  EXPECT_EQ(cd.handle, 0x9a4u);
+  EXPECT_TRUE(cd.call.per_thread_variant);
+
+  cuStreamEndCapture_params null{fake<CUstream>(kStream), nullptr};
+  EXPECT_EQ(drv(CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, null).handle, 0u);
+}
+
 TEST(DecodeEvent, CreateRecordWaitSynchronizeQuery) {
   cudaEvent_t ev = fake<cudaEvent_t>(kEvent);
   cudaEventCreateWithFlags_v3020_params cf{&ev, cudaEventBlockingSync | cudaEventDisableTiming};

@@ -1,6 +1,6 @@
 // Fuzz target: the option parser (ASYNCCHECK_OPTIONS comes from the environment of any program).
 // Properties: parse_options never crashes, hangs or allocates without bound; it fails with a message; on success
-// check_options and output_files agree with it, the help text and the expansion of every path (%p, %h) work, every
+// check_options and output_files agree with it, the help text and the expansion of every path (%p, %h, %r) work, every
 // duration prints (format_duration_option) to text that parses back to it, and parsing is deterministic.
 #include <cstddef>
 #include <cstdint>
@@ -13,8 +13,8 @@
 namespace {
 
 void expand(const std::string& path) {
-  const std::string expanded = asynccheck::expand_path(path, 4242);
-  // %p is at most 10 digits, %h at most 255 bytes, each for two bytes of the path.
+  const std::string expanded = asynccheck::expand_path(path, 4242, 123456789);
+  // %p and %r are at most 10 digits, %h at most 255 bytes, each for two bytes of the path.
   FUZZ_CHECK(expanded.size() <= path.size() * 128 + 1, "expand_path grew a %zu-byte path to %zu bytes", path.size(),
              expanded.size());
 }

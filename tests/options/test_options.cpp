@@ -1,6 +1,7 @@
 // The option table: parsing, defaults, validation and the exact messages users see for bad input.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "options/options.h"
@@ -84,7 +85,7 @@ TEST(Options, OrderOfFormatAndOutputDoesNotMatter) {
 TEST(Options, BadInputMessagesArePinned) {
   const std::string names =
       "threshold, format, output, json, sarif, trace, log_file, save, suppressions, baseline, save_baseline, "
-      "overwrite, compact, print_limit, summary, symbolize, activity_buffer_kb, signal_timeout, help";
+      "overwrite, compact, stats, print_limit, summary, symbolize, activity_buffer_kb, signal_timeout, help";
   const struct {
     const char* text;
     std::string message;
@@ -128,12 +129,78 @@ TEST(Options, HelpListsEveryOptionWithItsDefault) {
   EXPECT_NE(help.find("  save (Text, default \"\")"), std::string::npos);
 }
 
-TEST(Options, ExpandPathReplacesPidAndHostOnly) {
+TEST(Options, ExpandPathReplacesPidHostAndRankOnly) {
   EXPECT_EQ(expand_path("r.%p.json", 42), "r.42.json");
-  EXPECT_EQ(expand_path("%%p%x%", 7), "%7%x%");  // only %p and %h are special
+  EXPECT_EQ(expand_path("%%p%x%", 7), "%7%x%");  // only %p, %r and %h are special
+  EXPECT_EQ(expand_path("r.%r.json", 42, 3), "r.3.json");
+  EXPECT_EQ(expand_path("r.%r.%p.json", 42, 0), "r.0.42.json");
+  EXPECT_EQ(expand_path("r.%r.json", 42), "r.42.json");  // no rank: the pid, one name per process
+  EXPECT_EQ(expand_path("r.%r.json", 42, -1), "r.42.json");
   const std::string host = expand_path("%h", 1);
   EXPECT_FALSE(host.empty());
   EXPECT_EQ(host.find('%'), std::string::npos);
+}
+
+// A fake environment for rank_from: NAME=VALUE pairs.
+std::map<std::string, std::string> g_env;
+const char* fake_getenv(const char* name) {
+  auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+
+TEST(Options, RankComesFromEachLaunchersVariable) {
+  const std::pair<std::string, std::string> cases[] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                                       {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"},
+                                                       {"PMIX_RANK", ""},
+                                                       {"PMI_RANK", "PMI_SIZE"},
+                                                       {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
+  for (const auto& [var, size] : cases) {
+    g_env = {{var, "7"}};
+    if (!size.empty()) g_env[size] = "16";
+    const Rank r = rank_from(fake_getenv);
+    EXPECT_TRUE(r.known()) << var;
+    EXPECT_EQ(r.value, 7) << var;
+    EXPECT_EQ(r.variable, var);
+    EXPECT_EQ(r.world_size, size.empty() ? 0u : 16u) << var;
+    EXPECT_EQ(r.size_variable, size);
+    EXPECT_EQ(expand_path("out.%r.json", 99, r.value), "out.7.json") << var;
+  }
+}
+
+TEST(Options, NoRankOutsideAJob) {
+  g_env = {};
+  const Rank r = rank_from(fake_getenv);
+  EXPECT_FALSE(r.known());
+  EXPECT_EQ(r.value, -1);
+  EXPECT_EQ(r.world_size, 0u);
+  EXPECT_EQ(expand_path("out.%r.json", 99, r.value), "out.99.json");
+}
+
+TEST(Options, LauncherVariablesComeBeforeSlurms) {
+  // mpirun inside a Slurm allocation: SLURM_PROCID is the batch step's, the same for every rank.
+  g_env = {{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "1"}, {"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}};
+  const Rank r = rank_from(fake_getenv);
+  EXPECT_EQ(r.value, 5);
+  EXPECT_EQ(r.variable, "OMPI_COMM_WORLD_RANK");
+  EXPECT_EQ(r.world_size, 8u);
+}
+
+TEST(Options, RanksThatAreNotWholeNumbersArePassedOver) {
+  for (const char* bad : {"", "-1", "1x", " 2", "1234567890", "+3"}) {
+    g_env = {{"OMPI_COMM_WORLD_RANK", bad}, {"PMI_RANK", "4"}};
+    const Rank r = rank_from(fake_getenv);
+    EXPECT_EQ(r.value, 4) << "'" << bad << "'";
+    EXPECT_EQ(r.variable, "PMI_RANK");
+  }
+  g_env = {{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "many"}};
+  EXPECT_EQ(rank_from(fake_getenv).world_size, 0u);  // a size that is no number is not known
+}
+
+TEST(Options, PerProcessPathsHoldPidOrRank) {
+  EXPECT_TRUE(per_process_path("r.%p.json"));
+  EXPECT_TRUE(per_process_path("r.%r.json"));
+  EXPECT_FALSE(per_process_path("r.%h.json"));
+  EXPECT_FALSE(per_process_path("r.json"));
 }
 
 }  // namespace

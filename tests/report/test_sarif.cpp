@@ -12,170 +12,23 @@
 #include <stdexcept>
 
 #include "analysis/recording.h"
+#include "report/json_value.h"
 #include "report/report.h"
 
 namespace asynccheck::report {
 namespace {
 
-// ---- a small JSON reader, enough to walk the writer's output ----
+// ---- the writer's output, read back with the project's strict JSON reader ----
 
-struct Value {
-  enum class Type { Null, Bool, Number, String, Array, Object } type = Type::Null;
-  bool boolean = false;
-  std::string text;  // strings (decoded), numbers (as written)
-  std::vector<Value> items;
-  std::map<std::string, Value> members;
+using Value = JsonValue;
 
-  bool has(const std::string& key) const { return type == Type::Object && members.count(key) != 0; }
-  const Value& operator[](const std::string& key) const {
-    if (!has(key)) throw std::out_of_range("no member '" + key + "'");
-    return members.at(key);
-  }
-  const Value& operator[](size_t i) const {
-    if (type != Type::Array || i >= items.size()) throw std::out_of_range("no item " + std::to_string(i));
-    return items[i];
-  }
-  size_t size() const { return type == Type::Array ? items.size() : members.size(); }
-  const std::string& str() const {
-    if (type != Type::String) throw std::runtime_error("not a string");
-    return text;
-  }
-  long long num() const {
-    if (type != Type::Number) throw std::runtime_error("not a number");
-    return std::stoll(text);
-  }
-};
-
-class Reader {
- public:
-  explicit Reader(std::string_view s) : s_(s) {}
-  Value document() {
-    Value v = value();
-    skip();
-    if (pos_ != s_.size()) fail("trailing characters");
-    return v;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error("JSON: " + what + " at offset " + std::to_string(pos_));
-  }
-  void skip() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r')) ++pos_;
-  }
-  char peek() {
-    skip();
-    if (pos_ >= s_.size()) fail("unexpected end");
-    return s_[pos_];
-  }
-  void expect(char c) {
-    if (peek() != c) fail(std::string("expected '") + c + "'");
-    ++pos_;
-  }
-  bool literal(std::string_view word) {
-    if (s_.substr(pos_, word.size()) != word) return false;
-    pos_ += word.size();
-    return true;
-  }
-  Value value() {
-    const char c = peek();
-    if (c == '{') return object();
-    if (c == '[') return array();
-    Value v;
-    if (c == '"') {
-      v.type = Value::Type::String;
-      v.text = string();
-    } else if (literal("true")) {
-      v.type = Value::Type::Bool;
-      v.boolean = true;
-    } else if (literal("false")) {
-      v.type = Value::Type::Bool;
-    } else if (literal("null")) {
-      v.type = Value::Type::Null;
-    } else {
-      v.type = Value::Type::Number;
-      const size_t start = pos_;
-      while (pos_ < s_.size() && std::string_view("+-0123456789.eE").find(s_[pos_]) != std::string_view::npos) ++pos_;
-      if (pos_ == start) fail("unexpected character");
-      v.text = std::string(s_.substr(start, pos_ - start));
-    }
-    return v;
-  }
-  Value object() {
-    Value v;
-    v.type = Value::Type::Object;
-    expect('{');
-    if (peek() == '}') return ++pos_, v;
-    for (;;) {
-      if (peek() != '"') fail("expected a key");
-      std::string key = string();
-      expect(':');
-      if (v.members.count(key)) fail("duplicate key '" + key + "'");
-      v.members.emplace(std::move(key), value());
-      if (peek() == '}') return ++pos_, v;
-      expect(',');
-    }
-  }
-  Value array() {
-    Value v;
-    v.type = Value::Type::Array;
-    expect('[');
-    if (peek() == ']') return ++pos_, v;
-    for (;;) {
-      v.items.push_back(value());
-      if (peek() == ']') return ++pos_, v;
-      expect(',');
-    }
-  }
-  static void utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-  std::string string() {
-    expect('"');
-    std::string out;
-    while (pos_ < s_.size() && s_[pos_] != '"') {
-      const unsigned char c = static_cast<unsigned char>(s_[pos_++]);
-      if (c < 0x20) fail("raw control character in a string");
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        continue;
-      }
-      if (pos_ >= s_.size()) fail("unfinished escape");
-      const char e = s_[pos_++];
-      switch (e) {
-        case '"': case '\\': case '/': out += e; break;
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'u': {
-          if (pos_ + 4 > s_.size()) fail("short \\u escape");
-          utf8(out, static_cast<unsigned>(std::stoul(std::string(s_.substr(pos_, 4)), nullptr, 16)));
-          pos_ += 4;
-          break;
-        }
-        default: fail("bad escape");
-      }
-    }
-    expect('"');
-    return out;
-  }
-
-  std::string_view s_;
-  size_t pos_ = 0;
-};
-
-Value parse(const std::string& text) { return Reader(text).document(); }
+// Throws on anything that is not strict JSON, so that a test fails naming the place.
+Value parse(const std::string& text) {
+  Value v;
+  std::string error;
+  if (!parse_json(text, v, error)) throw std::runtime_error("JSON: " + error);
+  return v;
+}
 
 // ---- fabricated report data ----
 
@@ -274,9 +127,15 @@ struct Fixture {
     return r;
   }
 
+  // The rows' examples described from the findings as they are now (tests change them), as aggregate() would.
   std::string sarif() const {
+    ReportData d = data;
+    d.run = log.run;
+    for (std::vector<SiteRow>* rows : {&d.rows, &d.suppressed}) {
+      for (SiteRow& r : *rows) r.shown = describe_finding(log, analysis, analysis.findings[r.example]);
+    }
     std::ostringstream out;
-    write_sarif(out, data);
+    write_sarif(out, d);
     return out.str();
   }
   Value run() const { return parse(sarif())["runs"][0]; }
@@ -290,11 +149,11 @@ const Value& artifact_of(const Value& result) { return location_of(result)["phys
 TEST(Sarif, IsOneRunOfVersion210WithTheSchemaAddress) {
   Fixture fx;
   const Value log = parse(fx.sarif());
-  EXPECT_EQ(log["version"].str(), "2.1.0");
-  EXPECT_EQ(log["$schema"].str(), "https://json.schemastore.org/sarif-2.1.0.json");
+  EXPECT_EQ(log["version"].string(), "2.1.0");
+  EXPECT_EQ(log["$schema"].string(), "https://json.schemastore.org/sarif-2.1.0.json");
   ASSERT_EQ(log["runs"].size(), 1u);
   const Value& driver = log["runs"][0]["tool"]["driver"];
-  EXPECT_EQ(driver["name"].str(), "asynccheck");
+  EXPECT_EQ(driver["name"].string(), "asynccheck");
   EXPECT_FALSE(driver.has("informationUri"));  // we have no page of our own to point at
 }
 
@@ -306,7 +165,7 @@ TEST(Sarif, ToolVersionIsTheProjectVersion) {
   std::smatch m;
   const std::string text = cmake.str();
   ASSERT_TRUE(std::regex_search(text, m, std::regex(R"(project\(asynccheck\s+VERSION\s+([0-9.]+))")));
-  EXPECT_EQ(Fixture().run()["tool"]["driver"]["version"].str(), m[1].str());
+  EXPECT_EQ(Fixture().run()["tool"]["driver"]["version"].string(), m[1].str());
 }
 
 TEST(Sarif, ListsEveryCatalogRuleInCatalogOrder) {
@@ -315,36 +174,36 @@ TEST(Sarif, ListsEveryCatalogRuleInCatalogOrder) {
   ASSERT_EQ(rules_json.size(), all.size());
   for (size_t i = 0; i < all.size(); ++i) {
     const Value& r = rules_json[i];
-    EXPECT_EQ(r["id"].str(), all[i].id);
-    EXPECT_EQ(r["shortDescription"]["text"].str(), all[i].title);
-    EXPECT_EQ(r["fullDescription"]["text"].str(), all[i].basis);
-    EXPECT_EQ(r["helpUri"].str(), all[i].url);
-    EXPECT_NE(r["help"]["text"].str().find(all[i].fix), std::string::npos) << all[i].id;
-    EXPECT_NE(r["help"]["markdown"].str().find(std::string("(") + std::string(all[i].url) + ")"), std::string::npos);
-    EXPECT_EQ(r["properties"]["tags"][0].str(), "cuda");
-    EXPECT_EQ(r["properties"]["tags"][1].str(), "performance");
+    EXPECT_EQ(r["id"].string(), all[i].id);
+    EXPECT_EQ(r["shortDescription"]["text"].string(), all[i].title);
+    EXPECT_EQ(r["fullDescription"]["text"].string(), all[i].basis);
+    EXPECT_EQ(r["helpUri"].string(), all[i].url);
+    EXPECT_NE(r["help"]["text"].string().find(all[i].fix), std::string::npos) << all[i].id;
+    EXPECT_NE(r["help"]["markdown"].string().find(std::string("(") + std::string(all[i].url) + ")"), std::string::npos);
+    EXPECT_EQ(r["properties"]["tags"][0].string(), "cuda");
+    EXPECT_EQ(r["properties"]["tags"][1].string(), "performance");
   }
 }
 
 const Value& rule_json(const Value& run, std::string_view id) {
-  for (const Value& r : run["tool"]["driver"]["rules"].items) {
-    if (r["id"].str() == id) return r;
+  for (const Value& r : run["tool"]["driver"]["rules"].items()) {
+    if (r["id"].string() == id) return r;
   }
   throw std::out_of_range("no rule " + std::string(id));
 }
 
 TEST(Sarif, RuleNamesAreUpperCamelCaseIds) {
   const Value run = Fixture().run();
-  EXPECT_EQ(rule_json(run, "copy-async-pageable-d2h")["name"].str(), "CopyAsyncPageableD2h");
-  EXPECT_EQ(rule_json(run, "implicit-sync-device-alloc")["name"].str(), "ImplicitSyncDeviceAlloc");
+  EXPECT_EQ(rule_json(run, "copy-async-pageable-d2h")["name"].string(), "CopyAsyncPageableD2h");
+  EXPECT_EQ(rule_json(run, "implicit-sync-device-alloc")["name"].string(), "ImplicitSyncDeviceAlloc");
 }
 
 TEST(Sarif, RuleLevelsMapOntoSarifLevels) {
   const Value run = Fixture().run();
-  EXPECT_EQ(rule_json(run, "copy-async-pageable-d2h")["defaultConfiguration"]["level"].str(), "error");
-  EXPECT_EQ(rule_json(run, "copy-sync-d2h")["defaultConfiguration"]["level"].str(), "warning");
-  EXPECT_EQ(rule_json(run, "explicit-sync-device")["defaultConfiguration"]["level"].str(), "note");
-  EXPECT_EQ(rule_json(run, "copy-h2d-small")["defaultConfiguration"]["level"].str(), "none");
+  EXPECT_EQ(rule_json(run, "copy-async-pageable-d2h")["defaultConfiguration"]["level"].string(), "error");
+  EXPECT_EQ(rule_json(run, "copy-sync-d2h")["defaultConfiguration"]["level"].string(), "warning");
+  EXPECT_EQ(rule_json(run, "explicit-sync-device")["defaultConfiguration"]["level"].string(), "note");
+  EXPECT_EQ(rule_json(run, "copy-h2d-small")["defaultConfiguration"]["level"].string(), "none");
 }
 
 // ---- results ----
@@ -353,27 +212,27 @@ TEST(Sarif, OneResultPerRowWithItsRuleIndexLevelAndProperties) {
   const Value run = Fixture().run();
   const Value& results = run["results"];
   ASSERT_EQ(results.size(), 2u);
-  for (const Value& r : results.items) {
-    const size_t index = static_cast<size_t>(r["ruleIndex"].num());
-    EXPECT_EQ(run["tool"]["driver"]["rules"][index]["id"].str(), r["ruleId"].str());
+  for (const Value& r : results.items()) {
+    const size_t index = static_cast<size_t>(r["ruleIndex"].int64().value());
+    EXPECT_EQ(run["tool"]["driver"]["rules"][index]["id"].string(), r["ruleId"].string());
   }
-  EXPECT_EQ(results[0]["ruleId"].str(), "copy-async-pageable-h2d");
-  EXPECT_EQ(results[0]["level"].str(), "error");
-  EXPECT_EQ(results[1]["ruleId"].str(), "free-waits-for-device");
-  EXPECT_EQ(results[1]["level"].str(), "warning");
+  EXPECT_EQ(results[0]["ruleId"].string(), "copy-async-pageable-h2d");
+  EXPECT_EQ(results[0]["level"].string(), "error");
+  EXPECT_EQ(results[1]["ruleId"].string(), "free-waits-for-device");
+  EXPECT_EQ(results[1]["level"].string(), "warning");
   const Value& p = results[1]["properties"];
-  EXPECT_EQ(p["count"].num(), 3);
-  EXPECT_EQ(p["totalNs"].num(), 6'000'000);
-  EXPECT_EQ(p["medianNs"].num(), 2'000'000);
-  EXPECT_EQ(p["maxNs"].num(), 2'000'000);
-  EXPECT_EQ(p["bytes"].num(), 0);
-  EXPECT_EQ(p["verdict"].str(), "documented-and-observed");
-  EXPECT_FALSE(p["gpuSide"].boolean);
-  EXPECT_EQ(results[0]["partialFingerprints"]["asyncCheckSite/v1"].str(), Fixture::copy_row().fingerprint);
+  EXPECT_EQ(p["count"].int64().value(), 3);
+  EXPECT_EQ(p["totalNs"].int64().value(), 6'000'000);
+  EXPECT_EQ(p["medianNs"].int64().value(), 2'000'000);
+  EXPECT_EQ(p["maxNs"].int64().value(), 2'000'000);
+  EXPECT_EQ(p["bytes"].int64().value(), 0);
+  EXPECT_EQ(p["verdict"].string(), "documented-and-observed");
+  EXPECT_FALSE(p["gpuSide"].boolean());
+  EXPECT_EQ(results[0]["partialFingerprints"]["asyncCheckSite/v1"].string(), Fixture::copy_row().fingerprint);
 }
 
 TEST(Sarif, MessageSaysWhatHeldTheHostWhyAndTheFix) {
-  const std::string text = Fixture().run()["results"][0]["message"]["text"].str();
+  const std::string text = Fixture().run()["results"][0]["message"]["text"].string();
   EXPECT_EQ(text.rfind("cudaMemcpyAsync held the host thread 27.61 ms in total over 1 call (", 0), 0u) << text;
   EXPECT_NE(text.find("256.0 MiB"), std::string::npos) << text;
   EXPECT_NE(text.find("Evidence: its own memcpy HtoD 256.0 MiB"), std::string::npos) << text;
@@ -385,7 +244,7 @@ TEST(Sarif, UndocumentedBlocksSayWhatTheRulesPredictedAndTheNote) {
   fx.data.rows[0].verdict = Verdict::ObservedUndocumented;
   fx.analysis.findings[0].predicted = rules::RuleId::CopyAsyncPinned;
   fx.analysis.findings[0].note = "the activity record says the host buffer was pinned";
-  const std::string text = fx.run()["results"][0]["message"]["text"].str();
+  const std::string text = fx.run()["results"][0]["message"]["text"].string();
   EXPECT_NE(text.find(" Not documented: the rules predict 'copy-async-pinned' ("), std::string::npos) << text;
   EXPECT_NE(text.find(" Note: the activity record says the host buffer was pinned. Fix: "), std::string::npos) << text;
 }
@@ -397,41 +256,41 @@ TEST(Sarif, GpuSideRowsReportTheGpuDelayNotHostTime) {
   row.gpu_side = true;
   fx.analysis.findings[1].rule = rules::RuleId::LegacyStreamSerialization;
   const Value r = fx.run()["results"][1];
-  const std::string text = r["message"]["text"].str();
+  const std::string text = r["message"]["text"].string();
   EXPECT_NE(text.find("cudaFree held back GPU work in other streams 6.00 ms"), std::string::npos) << text;
   EXPECT_EQ(text.find("held the host thread"), std::string::npos) << text;
-  EXPECT_TRUE(r["properties"]["gpuSide"].boolean);
+  EXPECT_TRUE(r["properties"]["gpuSide"].boolean());
 }
 
 TEST(Sarif, FileUnderSourceRootIsRelativeToSrcrootWithSpacesEncoded) {
   const Value run = Fixture().run();
   const Value& artifact = artifact_of(run["results"][0]);
-  EXPECT_EQ(artifact["uri"].str(), "app%20dir/main.cu");
-  EXPECT_EQ(artifact["uriBaseId"].str(), "SRCROOT");
-  EXPECT_EQ(location_of(run["results"][0])["physicalLocation"]["region"]["startLine"].num(), 42);
-  EXPECT_EQ(run["originalUriBaseIds"]["SRCROOT"]["uri"].str(), "file:///src/proj/");
+  EXPECT_EQ(artifact["uri"].string(), "app%20dir/main.cu");
+  EXPECT_EQ(artifact["uriBaseId"].string(), "SRCROOT");
+  EXPECT_EQ(location_of(run["results"][0])["physicalLocation"]["region"]["startLine"].int64().value(), 42);
+  EXPECT_EQ(run["originalUriBaseIds"]["SRCROOT"]["uri"].string(), "file:///src/proj/");
 }
 
 TEST(Sarif, SourceRootIsNormalizedBeforeComparing) {
   Fixture fx;
   fx.data.source_root = "/src/proj/build/../";
   const Value run = fx.run();
-  EXPECT_EQ(run["originalUriBaseIds"]["SRCROOT"]["uri"].str(), "file:///src/proj/");
-  EXPECT_EQ(artifact_of(run["results"][0])["uri"].str(), "app%20dir/main.cu");
+  EXPECT_EQ(run["originalUriBaseIds"]["SRCROOT"]["uri"].string(), "file:///src/proj/");
+  EXPECT_EQ(artifact_of(run["results"][0])["uri"].string(), "app%20dir/main.cu");
 }
 
 TEST(Sarif, FileOutsideSourceRootIsAnAbsoluteFileUri) {
   Fixture fx;
   fx.data.source_root = "/src/pro";  // a prefix of the path, but not a directory above it
   const Value artifact = artifact_of(fx.run()["results"][0]);
-  EXPECT_EQ(artifact["uri"].str(), "file:///src/proj/app%20dir/main.cu");
+  EXPECT_EQ(artifact["uri"].string(), "file:///src/proj/app%20dir/main.cu");
   EXPECT_FALSE(artifact.has("uriBaseId"));
 }
 
 TEST(Sarif, UriCharactersThatNeedEncodingAreEncoded) {
   Fixture fx;
   fx.data.rows[0].site.frame.file = "/src/proj/odd/a#b%c?d:e [\xC3\xA9].cu";
-  EXPECT_EQ(artifact_of(fx.run()["results"][0])["uri"].str(), "odd/a%23b%25c%3Fd%3Ae%20%5B%C3%A9%5D.cu");
+  EXPECT_EQ(artifact_of(fx.run()["results"][0])["uri"].string(), "odd/a%23b%25c%3Fd%3Ae%20%5B%C3%A9%5D.cu");
 }
 
 TEST(Sarif, EmptySourceRootMeansTheWorkingDirectory) {
@@ -440,8 +299,8 @@ TEST(Sarif, EmptySourceRootMeansTheWorkingDirectory) {
   const std::string cwd = std::filesystem::current_path().string();
   fx.data.rows[0].site.frame.file = cwd + "/here.cu";
   const Value run = fx.run();
-  EXPECT_EQ(artifact_of(run["results"][0])["uri"].str(), "here.cu");
-  EXPECT_EQ(run["originalUriBaseIds"]["SRCROOT"]["uri"].str().rfind("file:///", 0), 0u);
+  EXPECT_EQ(artifact_of(run["results"][0])["uri"].string(), "here.cu");
+  EXPECT_EQ(run["originalUriBaseIds"]["SRCROOT"]["uri"].string().rfind("file:///", 0), 0u);
 }
 
 TEST(Sarif, NoRegionWithoutALine) {
@@ -456,46 +315,46 @@ TEST(Sarif, SiteWithoutAFileHasALogicalLocationInstead) {
   const Value loc = location_of(Fixture().run()["results"][1]);
   EXPECT_FALSE(loc.has("physicalLocation"));
   ASSERT_EQ(loc["logicalLocations"].size(), 1u);
-  EXPECT_EQ(loc["logicalLocations"][0]["fullyQualifiedName"].str(), "worker(int)");
-  EXPECT_EQ(loc["logicalLocations"][0]["kind"].str(), "function");
-  EXPECT_NE(loc["message"]["text"].str().find("libfoo.so"), std::string::npos);
+  EXPECT_EQ(loc["logicalLocations"][0]["fullyQualifiedName"].string(), "worker(int)");
+  EXPECT_EQ(loc["logicalLocations"][0]["kind"].string(), "function");
+  EXPECT_NE(loc["message"]["text"].string().find("libfoo.so"), std::string::npos);
 }
 
 TEST(Sarif, SiteWithoutFileOrFunctionNamesItsModule) {
   Fixture fx;
   fx.data.rows[1].site.frame.function = "??";
   const Value logical = location_of(fx.run()["results"][1])["logicalLocations"][0];
-  EXPECT_EQ(logical["kind"].str(), "module");
-  EXPECT_EQ(logical["name"].str(), "libfoo.so");
-  EXPECT_EQ(logical["fullyQualifiedName"].str(), "/usr/lib/libfoo.so");
+  EXPECT_EQ(logical["kind"].string(), "module");
+  EXPECT_EQ(logical["name"].string(), "libfoo.so");
+  EXPECT_EQ(logical["fullyQualifiedName"].string(), "/usr/lib/libfoo.so");
 }
 
 TEST(Sarif, StackListsEveryFrameInnermostFirst) {
   const Value frames = Fixture().run()["results"][0]["stacks"][0]["frames"];
   ASSERT_EQ(frames.size(), 3u);
-  EXPECT_EQ(frames[0]["location"]["physicalLocation"]["artifactLocation"]["uri"].str(), "app%20dir/main.cu");
-  EXPECT_EQ(frames[0]["location"]["physicalLocation"]["region"]["startLine"].num(), 42);
-  EXPECT_EQ(frames[0]["location"]["logicalLocations"][0]["fullyQualifiedName"].str(), "main");
-  EXPECT_EQ(frames[0]["module"].str(), "/src/proj/build/app");
+  EXPECT_EQ(frames[0]["location"]["physicalLocation"]["artifactLocation"]["uri"].string(), "app%20dir/main.cu");
+  EXPECT_EQ(frames[0]["location"]["physicalLocation"]["region"]["startLine"].int64().value(), 42);
+  EXPECT_EQ(frames[0]["location"]["logicalLocations"][0]["fullyQualifiedName"].string(), "main");
+  EXPECT_EQ(frames[0]["module"].string(), "/src/proj/build/app");
   // A relative path from debug info: normalized, no base (we cannot know what it is relative to).
   const Value& libc = frames[1]["location"]["physicalLocation"]["artifactLocation"];
-  EXPECT_EQ(libc["uri"].str(), "sysdeps/nptl/libc_start_call_main.h");
+  EXPECT_EQ(libc["uri"].string(), "sysdeps/nptl/libc_start_call_main.h");
   EXPECT_FALSE(libc.has("uriBaseId"));
   // No symbols: only the module.
   EXPECT_FALSE(frames[2].has("location"));
-  EXPECT_EQ(frames[2]["module"].str(), "/src/proj/build/app");
+  EXPECT_EQ(frames[2]["module"].string(), "/src/proj/build/app");
 }
 
 TEST(Sarif, BaselineStateOnlyWithABaseline) {
   Fixture fx;
   const Value plain = fx.run();
-  for (const Value& r : plain["results"].items) EXPECT_FALSE(r.has("baselineState"));
+  for (const Value& r : plain["results"].items()) EXPECT_FALSE(r.has("baselineState"));
   fx.data.baseline = "ci/asynccheck.baseline";
   fx.data.rows[0].in_baseline = true;
   const Value run = fx.run();
-  EXPECT_EQ(run["results"][0]["baselineState"].str(), "unchanged");
-  EXPECT_EQ(run["results"][1]["baselineState"].str(), "new");
-  EXPECT_EQ(run["properties"]["baseline"].str(), "ci/asynccheck.baseline");
+  EXPECT_EQ(run["results"][0]["baselineState"].string(), "unchanged");
+  EXPECT_EQ(run["results"][1]["baselineState"].string(), "new");
+  EXPECT_EQ(run["properties"]["baseline"].string(), "ci/asynccheck.baseline");
 }
 
 TEST(Sarif, SuppressedRowsAreResultsWithAnExternalSuppression) {
@@ -509,31 +368,30 @@ TEST(Sarif, SuppressedRowsAreResultsWithAnExternalSuppression) {
   EXPECT_FALSE(run["results"][0].has("suppressions"));
   const Value& s = run["results"][1]["suppressions"];
   ASSERT_EQ(s.size(), 1u);
-  EXPECT_EQ(s[0]["kind"].str(), "external");
-  EXPECT_EQ(s[0]["justification"].str(), "free-waits-for-device:cudaFree from asynccheck.supp:2");
+  EXPECT_EQ(s[0]["kind"].string(), "external");
+  EXPECT_EQ(s[0]["justification"].string(), "free-waits-for-device:cudaFree from asynccheck.supp:2");
   // Hit counts, the unused suppression included.
   const Value& uses = run["properties"]["suppressions"];
   ASSERT_EQ(uses.size(), 2u);
-  EXPECT_EQ(uses[0]["sites"].num(), 0);
-  EXPECT_EQ(uses[1]["origin"].str(), "asynccheck.supp:2");
-  EXPECT_EQ(uses[1]["calls"].num(), 3);
+  EXPECT_EQ(uses[0]["sites"].int64().value(), 0);
+  EXPECT_EQ(uses[1]["origin"].string(), "asynccheck.supp:2");
+  EXPECT_EQ(uses[1]["calls"].int64().value(), 3);
 }
 
 TEST(Sarif, NvtxRangesAreResultPropertiesAndInTheMessage) {
   Fixture fx;
-  fx.log.nvtx_ranges = {{"", "forward"}, {"my lib", "backward"}};
-  fx.data.rows[1].nvtx = {{2, 2}, {1, 1}};
+  fx.data.rows[1].nvtx = {{"backward", "my lib", 2}, {"forward", "", 1}};
   const Value run = fx.run();
   EXPECT_FALSE(run["results"][0]["properties"].has("nvtxRange"));  // a row without ranges: no property
   const Value& p = run["results"][1]["properties"];
-  EXPECT_EQ(p["nvtxRange"].str(), "backward");
+  EXPECT_EQ(p["nvtxRange"].string(), "backward");
   ASSERT_EQ(p["nvtxRanges"].size(), 2u);
-  EXPECT_EQ(p["nvtxRanges"][0]["name"].str(), "backward");
-  EXPECT_EQ(p["nvtxRanges"][0]["domain"].str(), "my lib");
-  EXPECT_EQ(p["nvtxRanges"][0]["count"].num(), 2);
-  EXPECT_EQ(p["nvtxRanges"][1]["name"].str(), "forward");
-  EXPECT_EQ(p["nvtxRanges"][1]["domain"].str(), "");
-  const std::string& text = run["results"][1]["message"]["text"].str();
+  EXPECT_EQ(p["nvtxRanges"][0]["name"].string(), "backward");
+  EXPECT_EQ(p["nvtxRanges"][0]["domain"].string(), "my lib");
+  EXPECT_EQ(p["nvtxRanges"][0]["count"].int64().value(), 2);
+  EXPECT_EQ(p["nvtxRanges"][1]["name"].string(), "forward");
+  EXPECT_EQ(p["nvtxRanges"][1]["domain"].string(), "");
+  const std::string& text = run["results"][1]["message"]["text"].string();
   EXPECT_NE(text.find(" In NVTX range \"backward\" (domain \"my lib\") for 2 of 3 calls, \"forward\" for 1."),
             std::string::npos)
       << text;
@@ -554,23 +412,23 @@ TEST(Sarif, OddCharactersInNamesAreEscaped) {
   fx.data.rows[1].api = "cuda\"Free\\";
   const std::string text = fx.sarif();
   const Value run = parse(text);  // throws on a raw control character or a bad escape
-  EXPECT_EQ(location_of(run["runs"][0]["results"][1])["logicalLocations"][0]["fullyQualifiedName"].str(), odd);
-  EXPECT_EQ(run["runs"][0]["results"][1]["properties"]["api"].str(), "cuda\"Free\\");
+  EXPECT_EQ(location_of(run["runs"][0]["results"][1])["logicalLocations"][0]["fullyQualifiedName"].string(), odd);
+  EXPECT_EQ(run["runs"][0]["results"][1]["properties"]["api"].string(), "cuda\"Free\\");
 }
 
 // ---- the invocation ----
 
 TEST(Sarif, InvocationDescribesTheRunWithoutNotificationsWhenClean) {
   const Value inv = Fixture().run()["invocations"][0];
-  EXPECT_TRUE(inv["executionSuccessful"].boolean);
+  EXPECT_TRUE(inv["executionSuccessful"].boolean());
   EXPECT_EQ(inv["toolExecutionNotifications"].size(), 0u);
   const Value& p = inv["properties"];
-  EXPECT_EQ(p["gpu"].str(), "NVIDIA H200");
-  EXPECT_EQ(p["driver"].str(), "13000");
-  EXPECT_EQ(p["pid"].num(), 4242);
-  EXPECT_EQ(p["program"].str(), "/src/proj/build/app");
-  EXPECT_EQ(p["args"][1].str(), "268435456");
-  EXPECT_EQ(p["thresholdNs"].num(), 100'000);
+  EXPECT_EQ(p["gpu"].string(), "NVIDIA H200");
+  EXPECT_EQ(p["driver"].string(), "13000");
+  EXPECT_EQ(p["pid"].int64().value(), 4242);
+  EXPECT_EQ(p["program"].string(), "/src/proj/build/app");
+  EXPECT_EQ(p["args"][1].string(), "268435456");
+  EXPECT_EQ(p["thresholdNs"].int64().value(), 100'000);
 }
 
 TEST(Sarif, WhatTheRunMissedIsAToolWarning) {
@@ -580,10 +438,10 @@ TEST(Sarif, WhatTheRunMissedIsAToolWarning) {
   fx.log.run.dropped_records = 17;
   const Value notes = fx.run()["invocations"][0]["toolExecutionNotifications"];
   ASSERT_EQ(notes.size(), 3u);
-  for (const Value& n : notes.items) EXPECT_EQ(n["level"].str(), "warning");
-  EXPECT_NE(notes[0]["message"]["text"].str().find("off: another CUPTI subscriber"), std::string::npos);
-  EXPECT_NE(notes[1]["message"]["text"].str().find("incomplete"), std::string::npos);
-  EXPECT_NE(notes[2]["message"]["text"].str().find("17 activity records"), std::string::npos);
+  for (const Value& n : notes.items()) EXPECT_EQ(n["level"].string(), "warning");
+  EXPECT_NE(notes[0]["message"]["text"].string().find("off: another CUPTI subscriber"), std::string::npos);
+  EXPECT_NE(notes[1]["message"]["text"].string().find("incomplete"), std::string::npos);
+  EXPECT_NE(notes[2]["message"]["text"].string().find("17 activity records"), std::string::npos);
 }
 
 TEST(Sarif, SiteWithoutAStackSaysSo) {
@@ -595,7 +453,7 @@ TEST(Sarif, SiteWithoutAStackSaysSo) {
   const Value& loc = location_of(r);
   EXPECT_FALSE(loc.has("physicalLocation"));
   EXPECT_FALSE(loc.has("logicalLocations"));
-  EXPECT_EQ(loc["message"]["text"].str(), "call site unknown: no stack captured");
+  EXPECT_EQ(loc["message"]["text"].string(), "call site unknown: no stack captured");
 }
 
 // ---- files for the schema check (report.sarif_schema validates what these write) ----
@@ -631,9 +489,8 @@ TEST(SarifFiles, FabricatedRunWithEveryOptionalPart) {
   fx.data.rows.push_back(nowhere);
   fx.data.suppressed = {Fixture::free_row()};
   fx.data.suppressions = {{"free-waits-for-device", "cudaFree", "asynccheck.supp:2", 1, 3}};
-  fx.log.nvtx_ranges = {{"", "forward"}, {"my lib", "copy \"x\""}};
-  fx.data.rows[0].nvtx = {{2, 1}};
-  fx.data.rows[1].nvtx = {{1, 2}, {2, 1}};
+  fx.data.rows[0].nvtx = {{"copy \"x\"", "my lib", 1}};
+  fx.data.rows[1].nvtx = {{"forward", "", 2}, {"copy \"x\"", "my lib", 1}};
   const std::string text = fx.sarif();
   EXPECT_EQ(parse(text)["runs"][0]["results"].size(), 5u);
   write_text(std::string(ASYNCCHECK_BINARY_DIR) + "/fabricated.sarif", text);
@@ -669,11 +526,11 @@ TEST(SarifFiles, RecordedPageableRunNamesBothCopiesAtTheirLines) {
 
   std::map<std::string, long long> lines;  // rule -> line
   const Value log_json = parse(out.str());
-  for (const Value& r : log_json["runs"][0]["results"].items) {
+  for (const Value& r : log_json["runs"][0]["results"].items()) {
     const Value& phys = location_of(r)["physicalLocation"];
-    if (phys["artifactLocation"]["uri"].str() != source) continue;
-    EXPECT_EQ(phys["artifactLocation"]["uriBaseId"].str(), "SRCROOT");
-    lines[r["ruleId"].str()] = phys["region"]["startLine"].num();
+    if (phys["artifactLocation"]["uri"].string() != source) continue;
+    EXPECT_EQ(phys["artifactLocation"]["uriBaseId"].string(), "SRCROOT");
+    lines[r["ruleId"].string()] = phys["region"]["startLine"].int64().value();
   }
   EXPECT_EQ(lines["copy-async-pageable-h2d"], 79);
   EXPECT_EQ(lines["copy-async-pageable-d2h"], 88);

@@ -17,179 +17,26 @@
 #include <vector>
 
 #include "analysis/recording.h"
+#include "report/json_value.h"
 #include "report/report.h"
 
 namespace asynccheck::report {
 namespace {
 
-// ---- a strict JSON reader, so that the tests read the trace the way an importer does ----
+// ---- the trace, read with the project's strict JSON reader, the way an importer reads it ----
 
-struct Json {
-  enum Type { Null, Bool, Number, String, Array, Object } type = Null;
-  bool boolean = false;
-  double number = 0;
-  std::string raw;  // a number as written
-  std::string str;
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+using Json = JsonValue;
 
-  const Json& operator[](std::string_view key) const {
-    static const Json kNull;
-    for (const auto& [k, v] : members) {
-      if (k == key) return v;
-    }
-    return kNull;
-  }
-  bool has(std::string_view key) const {
-    return std::any_of(members.begin(), members.end(), [&](const auto& m) { return m.first == key; });
-  }
-  uint64_t u64() const { return static_cast<uint64_t>(number); }
-};
-
-class JsonReader {
- public:
-  explicit JsonReader(const std::string& text) : s_(text) {}
-
-  // Throws std::runtime_error naming the offset on anything that is not strict JSON (RFC 8259, UTF-8).
-  Json read() {
-    Json v = value();
-    space();
-    if (p_ != s_.size()) fail("trailing characters");
-    return v;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error("JSON offset " + std::to_string(p_) + ": " + what);
-  }
-  void space() {
-    while (p_ < s_.size() && (s_[p_] == ' ' || s_[p_] == '\n' || s_[p_] == '\r' || s_[p_] == '\t')) ++p_;
-  }
-  bool eat(char c) {
-    space();
-    if (p_ < s_.size() && s_[p_] == c) {
-      ++p_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!eat(c)) fail(std::string("expected '") + c + "'");
-  }
-  bool literal(std::string_view word) {
-    if (s_.compare(p_, word.size(), word) != 0) return false;
-    p_ += word.size();
-    return true;
-  }
-  Json value() {
-    space();
-    if (p_ >= s_.size()) fail("unexpected end");
-    Json v;
-    const char c = s_[p_];
-    if (c == '{') {
-      ++p_;
-      v.type = Json::Object;
-      if (eat('}')) return v;
-      do {
-        space();
-        if (p_ >= s_.size() || s_[p_] != '"') fail("expected a key");
-        std::string key = string();
-        expect(':');
-        v.members.emplace_back(std::move(key), value());
-      } while (eat(','));
-      expect('}');
-    } else if (c == '[') {
-      ++p_;
-      v.type = Json::Array;
-      if (eat(']')) return v;
-      do v.items.push_back(value());
-      while (eat(','));
-      expect(']');
-    } else if (c == '"') {
-      v.type = Json::String;
-      v.str = string();
-    } else if (literal("true")) {
-      v.type = Json::Bool;
-      v.boolean = true;
-    } else if (literal("false")) {
-      v.type = Json::Bool;
-    } else if (literal("null")) {
-      v.type = Json::Null;
-    } else {
-      static const std::regex kNumber(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?)");
-      size_t e = p_;
-      while (e < s_.size() && std::string_view("+-0123456789.eE").find(s_[e]) != std::string_view::npos) ++e;
-      v.raw = s_.substr(p_, e - p_);
-      if (!std::regex_match(v.raw, kNumber)) fail("bad value '" + v.raw + "'");
-      v.type = Json::Number;
-      v.number = std::stod(v.raw);
-      p_ = e;
-    }
-    return v;
-  }
-  std::string string() {
-    ++p_;  // the opening quote
-    std::string out;
-    while (true) {
-      if (p_ >= s_.size()) fail("unterminated string");
-      const auto c = static_cast<unsigned char>(s_[p_]);
-      if (c == '"') {
-        ++p_;
-        return out;
-      }
-      if (c < 0x20) fail("raw control character in a string");
-      if (c == '\\') {
-        if (p_ + 1 >= s_.size()) fail("unterminated escape");
-        const char e = s_[p_ + 1];
-        p_ += 2;
-        switch (e) {
-          case '"': out += '"'; break;
-          case '\\': out += '\\'; break;
-          case '/': out += '/'; break;
-          case 'b': out += '\b'; break;
-          case 'f': out += '\f'; break;
-          case 'n': out += '\n'; break;
-          case 'r': out += '\r'; break;
-          case 't': out += '\t'; break;
-          case 'u': {
-            if (p_ + 4 > s_.size()) fail("short \\u escape");
-            const unsigned cp = static_cast<unsigned>(std::stoul(s_.substr(p_, 4), nullptr, 16));
-            p_ += 4;
-            if (cp >= 0xD800 && cp <= 0xDFFF) fail("surrogate escapes are not expected here");
-            if (cp < 0x80) {
-              out += static_cast<char>(cp);
-            } else if (cp < 0x800) {
-              out += static_cast<char>(0xC0 | (cp >> 6));
-              out += static_cast<char>(0x80 | (cp & 0x3F));
-            } else {
-              out += static_cast<char>(0xE0 | (cp >> 12));
-              out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-              out += static_cast<char>(0x80 | (cp & 0x3F));
-            }
-            break;
-          }
-          default: fail(std::string("bad escape \\") + e);
-        }
-        continue;
-      }
-      // A UTF-8 sequence, checked strictly: a JSON file must be valid UTF-8.
-      size_t n = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
-      if (n == 0 || p_ + n > s_.size()) fail("invalid UTF-8");
-      for (size_t k = 1; k < n; ++k) {
-        if ((static_cast<unsigned char>(s_[p_ + k]) & 0xC0) != 0x80) fail("invalid UTF-8");
-      }
-      out.append(s_, p_, n);
-      p_ += n;
-    }
-  }
-
-  const std::string& s_;
-  size_t p_ = 0;
-};
+Json read_json(const std::string& text) {
+  Json v;
+  std::string error;
+  if (!parse_json(text, v, error)) throw std::runtime_error("JSON: " + error);
+  return v;
+}
 
 // ---- the trace, read back ----
 
-uint64_t to_ns(const Json& us) { return static_cast<uint64_t>(std::llround(us.number * 1000)); }
+uint64_t to_ns(const Json& us) { return static_cast<uint64_t>(std::llround(us.real().value() * 1000)); }
 
 struct Trace {
   std::string text;
@@ -197,13 +44,13 @@ struct Trace {
   std::vector<const Json*> events;
 
   explicit Trace(std::string t) : text(std::move(t)) {
-    doc = JsonReader(text).read();
-    for (const Json& e : doc["traceEvents"].items) events.push_back(&e);
+    doc = read_json(text);
+    for (const Json& e : doc["traceEvents"].items()) events.push_back(&e);
   }
   std::vector<const Json*> with(std::string_view ph, std::string_view name = {}) const {
     std::vector<const Json*> out;
     for (const Json* e : events) {
-      if ((*e)["ph"].str == ph && (name.empty() || (*e)["name"].str == name)) out.push_back(e);
+      if ((*e)["ph"].string() == ph && (name.empty() || (*e)["name"].string() == name)) out.push_back(e);
     }
     return out;
   }
@@ -215,20 +62,20 @@ struct Trace {
   // The process or thread name given by metadata.
   std::string name_of(uint64_t pid, const uint64_t* tid = nullptr) const {
     for (const Json* e : with("M", tid ? "thread_name" : "process_name")) {
-      if ((*e)["pid"].u64() == pid && (!tid || (*e)["tid"].u64() == *tid)) return (*e)["args"]["name"].str;
+      if ((*e)["pid"].uint64().value() == pid && (!tid || (*e)["tid"].uint64().value() == *tid)) return (*e)["args"]["name"].string();
     }
     return "";
   }
   std::string track_name(const Json* e) const {
-    const uint64_t tid = (*e)["tid"].u64();
-    return name_of((*e)["pid"].u64(), &tid);
+    const uint64_t tid = (*e)["tid"].uint64().value();
+    return name_of((*e)["pid"].uint64().value(), &tid);
   }
   // The X event on the same (pid, tid) whose slice encloses `point`'s timestamp.
   const Json* enclosing(const Json* point) const {
     const uint64_t ts = to_ns((*point)["ts"]);
     const Json* best = nullptr;
     for (const Json* e : with("X")) {
-      if ((*e)["pid"].u64() != (*point)["pid"].u64() || (*e)["tid"].u64() != (*point)["tid"].u64()) continue;
+      if ((*e)["pid"].uint64().value() != (*point)["pid"].uint64().value() || (*e)["tid"].uint64().value() != (*point)["tid"].uint64().value()) continue;
       const uint64_t start = to_ns((*e)["ts"]), end = start + to_ns((*e)["dur"]);
       if (start <= ts && ts < end && (!best || start >= to_ns((*best)["ts"]))) best = e;
     }
@@ -237,7 +84,7 @@ struct Trace {
   // The flow end matching a flow start (same cat, name and id).
   const Json* flow_end(const Json* s) const {
     for (const Json* f : with("f")) {
-      if ((*f)["id"].raw == (*s)["id"].raw && (*f)["cat"].str == (*s)["cat"].str && (*f)["name"].str == (*s)["name"].str) return f;
+      if ((*f)["id"].string() == (*s)["id"].string() && (*f)["cat"].string() == (*s)["cat"].string() && (*f)["name"].string() == (*s)["name"].string()) return f;
     }
     return nullptr;
   }
@@ -248,7 +95,7 @@ std::string nesting_error(const Trace& t) {
   std::map<std::pair<uint64_t, uint64_t>, std::vector<std::pair<uint64_t, uint64_t>>> tracks;
   for (const Json* e : t.with("X")) {
     const uint64_t start = to_ns((*e)["ts"]);
-    tracks[{(*e)["pid"].u64(), (*e)["tid"].u64()}].emplace_back(start, start + to_ns((*e)["dur"]));
+    tracks[{(*e)["pid"].uint64().value(), (*e)["tid"].uint64().value()}].emplace_back(start, start + to_ns((*e)["dur"]));
   }
   for (auto& [track, slices] : tracks) {
     std::sort(slices.begin(), slices.end(), [](auto x, auto y) { return x.first != y.first ? x.first < y.first : x.second > y.second; });
@@ -330,29 +177,29 @@ TEST(TraceTest, TimesAreMicrosecondsFromTheEarliestEvent) {
 
   const Json* c = t.one("X", "cudaMemcpyAsync");
   ASSERT_TRUE(c);
-  EXPECT_EQ((*c)["ts"].raw, "0.000");
-  EXPECT_EQ((*c)["dur"].raw, "2.500");
+  EXPECT_EQ((*c)["ts"].string(), "0.000");
+  EXPECT_EQ((*c)["dur"].string(), "2.500");
   const Json* m = t.one("X", "memcpy HtoD 256.0 MiB");
   ASSERT_TRUE(m);
-  EXPECT_EQ((*m)["ts"].raw, "1.000");
-  EXPECT_EQ((*m)["dur"].raw, "10.345");
+  EXPECT_EQ((*m)["ts"].string(), "1.000");
+  EXPECT_EQ((*m)["dur"].string(), "10.345");
   const Json* k = t.one("X", "kernel(float*, int)");
   ASSERT_TRUE(k);
-  EXPECT_EQ((*k)["ts"].raw, "19.000");
-  EXPECT_EQ((*k)["dur"].raw, "0.000");
-  EXPECT_NE((*k)["args"]["note"].str.find("before start"), std::string::npos) << (*k)["args"]["note"].str;
+  EXPECT_EQ((*k)["ts"].string(), "19.000");
+  EXPECT_EQ((*k)["dur"].string(), "0.000");
+  EXPECT_NE((*k)["args"]["note"].string().find("before start"), std::string::npos) << (*k)["args"]["note"].string();
   const Json* mark = t.one("i", "context created");
   ASSERT_TRUE(mark);
-  EXPECT_EQ((*mark)["ts"].raw, "0.500");
-  EXPECT_EQ(t.doc["otherData"]["time_origin_ns"].raw, std::to_string(T + 1000));
-  EXPECT_EQ(t.doc["displayTimeUnit"].str, "ns");
+  EXPECT_EQ((*mark)["ts"].string(), "0.500");
+  EXPECT_EQ(t.doc["otherData"]["time_origin_ns"].string(), std::to_string(T + 1000));
+  EXPECT_EQ(t.doc["displayTimeUnit"].string(), "ns");
   // Every timestamp and duration: microseconds with exactly three decimals (nanoseconds kept, no exponent).
   const std::regex us(R"(\d+\.\d{3})");
   for (const Json* e : t.events) {
-    if ((*e)["ph"].str == "M") continue;
-    EXPECT_TRUE(std::regex_match((*e)["ts"].raw, us)) << (*e)["ts"].raw;
+    if ((*e)["ph"].string() == "M") continue;
+    EXPECT_TRUE(std::regex_match((*e)["ts"].string(), us)) << (*e)["ts"].string();
     if (e->has("dur")) {
-      EXPECT_TRUE(std::regex_match((*e)["dur"].raw, us)) << (*e)["dur"].raw;
+      EXPECT_TRUE(std::regex_match((*e)["dur"].string(), us)) << (*e)["dur"].string();
     }
   }
 }
@@ -379,22 +226,22 @@ TEST(TraceTest, FlowsJoinEachCallToTheWorkItEnqueuedOnly) {
   for (const Json* s : starts) {
     const Json* f = t.flow_end(s);
     ASSERT_TRUE(f);
-    EXPECT_EQ((*f)["bp"].str, "e");
-    EXPECT_EQ((*s)["pid"].u64(), 4242u);
-    EXPECT_NE((*f)["pid"].u64(), 4242u);
+    EXPECT_EQ((*f)["bp"].string(), "e");
+    EXPECT_EQ((*s)["pid"].uint64().value(), 4242u);
+    EXPECT_NE((*f)["pid"].uint64().value(), 4242u);
     const Json* from = t.enclosing(s);
     const Json* to = t.enclosing(f);
     ASSERT_TRUE(from && to);
-    EXPECT_EQ((*from)["cat"].str.rfind("cuda_api", 0), 0u);
-    EXPECT_EQ((*to)["args"]["correlation"].raw == "10" || (*to)["args"]["correlation"].raw == "500", true);
-    linked.insert((*from)["name"].str + " -> " + (*to)["name"].str);
+    EXPECT_EQ((*from)["cat"].string().rfind("cuda_api", 0), 0u);
+    EXPECT_EQ((*to)["args"]["correlation"].string() == "10" || (*to)["args"]["correlation"].string() == "500", true);
+    linked.insert((*from)["name"].string() + " -> " + (*to)["name"].string());
   }
   EXPECT_EQ(linked, (std::set<std::string>{"cudaMemcpyAsync -> memcpy HtoD 256.0 MiB", "cuMemcpyHtoD -> memcpy HtoD 256.0 MiB"}));
-  EXPECT_EQ(t.doc["otherData"]["flows"].raw, "2");
-  EXPECT_EQ(t.doc["otherData"]["flows_skipped_too_short"].raw, "1");
+  EXPECT_EQ(t.doc["otherData"]["flows"].string(), "2");
+  EXPECT_EQ(t.doc["otherData"]["flows_skipped_too_short"].string(), "1");
   // The unjoined kernel names no call; the joined copies do.
   for (const Json* k : t.with("X", "kernel(float*, int)")) {
-    if ((*k)["args"]["correlation"].raw == "99") {
+    if ((*k)["args"]["correlation"].string() == "99") {
       EXPECT_FALSE((*k)["args"].has("call"));
     }
   }
@@ -420,26 +267,26 @@ TEST(TraceTest, FlaggedCallsAreMarkedAndTheirReleasingWorkNamesThem) {
 
   const Json* c = t.one("X", "cudaMemcpyAsync");
   ASSERT_TRUE(c);
-  EXPECT_EQ((*c)["cat"].str, "cuda_api,flagged");
-  EXPECT_EQ((*c)["args"]["rule"].str, "copy-async-pageable-h2d");
-  EXPECT_EQ((*c)["args"]["level"].str, "error");
-  EXPECT_EQ((*c)["args"]["held"].str, format_duration(30'000'000));
-  EXPECT_EQ((*c)["args"]["evidence"].str, evidence_text(log, f));
+  EXPECT_EQ((*c)["cat"].string(), "cuda_api,flagged");
+  EXPECT_EQ((*c)["args"]["rule"].string(), "copy-async-pageable-h2d");
+  EXPECT_EQ((*c)["args"]["level"].string(), "error");
+  EXPECT_EQ((*c)["args"]["held"].string(), format_duration(30'000'000));
+  EXPECT_EQ((*c)["args"]["evidence"].string(), evidence_text(log, f));
   const Json* mark = t.one("i", "blocked: copy-async-pageable-h2d");
   ASSERT_TRUE(mark);
-  EXPECT_EQ((*mark)["s"].str, "t");
-  EXPECT_EQ((*mark)["pid"].raw, (*c)["pid"].raw);
-  EXPECT_EQ((*mark)["tid"].raw, (*c)["tid"].raw);
+  EXPECT_EQ((*mark)["s"].string(), "t");
+  EXPECT_EQ((*mark)["pid"].string(), (*c)["pid"].string());
+  EXPECT_EQ((*mark)["tid"].string(), (*c)["tid"].string());
   EXPECT_EQ(to_ns((*mark)["ts"]), to_ns((*c)["ts"]) + to_ns((*c)["dur"]));  // where the call returned
   const Json* copy = t.one("X", "memcpy HtoD 256.0 MiB");
   ASSERT_TRUE(copy);
-  EXPECT_EQ((*copy)["args"]["released"].str, "cudaMemcpyAsync (correlation 10, host thread 0)");
+  EXPECT_EQ((*copy)["args"]["released"].string(), "cudaMemcpyAsync (correlation 10, host thread 0)");
   const Json* before = t.one("X", "kernel(float*, int)");
   ASSERT_TRUE(before);
-  EXPECT_EQ((*before)["args"]["held_up"].str, "cudaMemcpyAsync (correlation 10, host thread 0)");
+  EXPECT_EQ((*before)["args"]["held_up"].string(), "cudaMemcpyAsync (correlation 10, host thread 0)");
   const Json* launch = t.one("X", "cudaLaunchKernel");
   ASSERT_TRUE(launch);
-  EXPECT_EQ((*launch)["cat"].str, "cuda_api");
+  EXPECT_EQ((*launch)["cat"].string(), "cuda_api");
   EXPECT_FALSE((*launch)["args"].has("rule"));
   EXPECT_EQ(t.with("i").size(), 1u);
 }
@@ -476,15 +323,15 @@ TEST(TraceTest, SuppressedFindingsAreLabelledNotFlagged) {
 
   const Json* c = t.one("X", "cudaMemcpyAsync");
   ASSERT_TRUE(c);
-  EXPECT_EQ((*c)["cat"].str, "cuda_api,suppressed");
-  EXPECT_EQ((*c)["args"]["suppressed"].str, "copy-async-pageable-h2d");
+  EXPECT_EQ((*c)["cat"].string(), "cuda_api,suppressed");
+  EXPECT_EQ((*c)["args"]["suppressed"].string(), "copy-async-pageable-h2d");
   EXPECT_FALSE((*c)["args"].has("rule"));
   EXPECT_TRUE(t.with("i", "blocked: copy-async-pageable-h2d").empty());
   EXPECT_FALSE((*t.one("X", "memcpy HtoD 256.0 MiB"))["args"].has("released"));
-  EXPECT_EQ((*t.one("X", "cudaStreamSynchronize"))["cat"].str, "cuda_api,flagged");
+  EXPECT_EQ((*t.one("X", "cudaStreamSynchronize"))["cat"].string(), "cuda_api,flagged");
   EXPECT_EQ(t.with("i", "blocked: explicit-sync-stream").size(), 1u);
-  EXPECT_EQ(t.doc["otherData"]["findings"].raw, "1");
-  EXPECT_EQ(t.doc["otherData"]["findings_suppressed"].raw, "1");
+  EXPECT_EQ(t.doc["otherData"]["findings"].string(), "1");
+  EXPECT_EQ(t.doc["otherData"]["findings_suppressed"].string(), "1");
 }
 
 TEST(TraceTest, GpuSideFindingsMarkTheDelayedWorkNotTheHost) {
@@ -512,24 +359,24 @@ TEST(TraceTest, GpuSideFindingsMarkTheDelayedWorkNotTheHost) {
   ASSERT_EQ(marks.size(), 2u);
   std::set<std::string> delayed;
   for (const Json* m : marks) {
-    EXPECT_NE((*m)["pid"].u64(), 4242u);
+    EXPECT_NE((*m)["pid"].uint64().value(), 4242u);
     const Json* k = t.enclosing(m);
     ASSERT_TRUE(k);
     EXPECT_EQ(to_ns((*m)["ts"]), to_ns((*k)["ts"]));  // at the start of the delayed kernel
-    delayed.insert((*k)["args"]["correlation"].raw + " on " + t.track_name(k));
-    EXPECT_EQ((*m)["args"]["call"].str, "cudaLaunchKernel (correlation 2, host thread 0)");
+    delayed.insert((*k)["args"]["correlation"].string() + " on " + t.track_name(k));
+    EXPECT_EQ((*m)["args"]["call"].string(), "cudaLaunchKernel (correlation 2, host thread 0)");
   }
   EXPECT_EQ(delayed, (std::set<std::string>{"2 on stream 7", "3 on stream 13"}));
   size_t flagged = 0;
   for (const Json* c : t.with("X", "cudaLaunchKernel")) {
-    if ((*c)["cat"].str != "cuda_api,flagged") continue;
+    if ((*c)["cat"].string() != "cuda_api,flagged") continue;
     ++flagged;
-    EXPECT_EQ((*c)["args"]["correlation"].raw, "2");
-    EXPECT_EQ((*c)["args"]["rule"].str, "legacy-stream-serialization");
+    EXPECT_EQ((*c)["args"]["correlation"].string(), "2");
+    EXPECT_EQ((*c)["args"]["rule"].string(), "legacy-stream-serialization");
   }
   EXPECT_EQ(flagged, 1u);
   for (const Json* k : t.with("X", "kernel(float*, int)")) {
-    EXPECT_EQ((*k)["args"]["serialized"].str, "legacy-stream-serialization by cudaLaunchKernel (correlation 2, host thread 0)");
+    EXPECT_EQ((*k)["args"]["serialized"].string(), "legacy-stream-serialization by cudaLaunchKernel (correlation 2, host thread 0)");
   }
 }
 
@@ -544,7 +391,7 @@ TEST(TraceTest, HostAndEachGpuAreProcessesOfTheirOwn) {
   const Trace t(trace_of(log, Analysis{}));
 
   std::map<std::string, uint64_t> pid_of, sort_of;
-  for (const Json* e : t.with("M", "process_name")) pid_of[(*e)["args"]["name"].str] = (*e)["pid"].u64();
+  for (const Json* e : t.with("M", "process_name")) pid_of[(*e)["args"]["name"].string()] = (*e)["pid"].uint64().value();
   ASSERT_EQ(pid_of.size(), 3u);
   EXPECT_EQ(pid_of["my_app (host)"], 4242u);
   const uint64_t gpu0 = pid_of["GPU 0 (Test GPU)"], gpu1 = pid_of["GPU 1 (Test GPU)"];
@@ -552,21 +399,21 @@ TEST(TraceTest, HostAndEachGpuAreProcessesOfTheirOwn) {
   EXPECT_GT(gpu0, 1u << 22);  // above any Linux pid (PID_MAX_LIMIT)
   EXPECT_GT(gpu1, 1u << 22);
   EXPECT_LT(gpu1, 1ull << 32);  // still an unsigned 32-bit pid
-  for (const Json* e : t.with("M", "process_sort_index")) sort_of[std::to_string((*e)["pid"].u64())] = (*e)["args"]["sort_index"].u64();
+  for (const Json* e : t.with("M", "process_sort_index")) sort_of[std::to_string((*e)["pid"].uint64().value())] = (*e)["args"]["sort_index"].uint64().value();
   EXPECT_LT(sort_of["4242"], sort_of[std::to_string(gpu0)]);
   EXPECT_LT(sort_of[std::to_string(gpu0)], sort_of[std::to_string(gpu1)]);
 
   std::set<std::string> threads;
-  for (const Json* e : t.with("M", "thread_name")) threads.insert(t.name_of((*e)["pid"].u64()) + " / " + (*e)["args"]["name"].str);
+  for (const Json* e : t.with("M", "thread_name")) threads.insert(t.name_of((*e)["pid"].uint64().value()) + " / " + (*e)["args"]["name"].string());
   EXPECT_EQ(threads, (std::set<std::string>{"my_app (host) / host thread 0", "my_app (host) / host thread 1",
                                             "GPU 0 (Test GPU) / stream 13", "GPU 0 (Test GPU) / stream 13: synchronization",
                                             "GPU 0 (Test GPU) / synchronization (no stream)", "GPU 1 (Test GPU) / stream 13"}));
   // Each call on its thread's track, each kernel on its device's stream.
   for (const Json* c : t.with("X", "cudaLaunchKernel")) {
-    EXPECT_EQ(t.track_name(c), "host thread " + std::string((*c)["args"]["correlation"].raw == "1" ? "0" : "1"));
+    EXPECT_EQ(t.track_name(c), "host thread " + std::string((*c)["args"]["correlation"].string() == "1" ? "0" : "1"));
   }
   for (const Json* k : t.with("X", "kernel(float*, int)")) {
-    EXPECT_EQ((*k)["pid"].u64(), (*k)["args"]["correlation"].raw == "1" ? gpu0 : gpu1);
+    EXPECT_EQ((*k)["pid"].uint64().value(), (*k)["args"]["correlation"].string() == "1" ? gpu0 : gpu1);
   }
 }
 
@@ -587,13 +434,13 @@ TEST(TraceTest, OverlapsThatWouldNotNestGoToTracksOfTheirOwn) {
   EXPECT_EQ(t.track_name(t.one("X", "cudaLaunchKernel")), "host thread 0 (overlap 1)");
   std::map<std::string, std::string> track;
   for (const Json* k : t.with("X")) {
-    if ((*k)["pid"].u64() != 4242) track[(*k)["args"]["correlation"].raw] = t.track_name(k);
+    if ((*k)["pid"].uint64().value() != 4242) track[(*k)["args"]["correlation"].string()] = t.track_name(k);
   }
   EXPECT_EQ(track["7"], "stream 13");
   EXPECT_EQ(track["8"], "stream 13 (overlap 1)");
   EXPECT_EQ(track["9"], "stream 13");
   EXPECT_EQ(track["10"], "stream 13: synchronization");
-  EXPECT_EQ(t.doc["otherData"]["overlap_tracks"].raw, "1");
+  EXPECT_EQ(t.doc["otherData"]["overlap_tracks"].string(), "1");
 }
 
 TEST(TraceTest, OddNamesAreEscapedIntoValidJson) {
@@ -613,9 +460,9 @@ TEST(TraceTest, OddNamesAreEscapedIntoValidJson) {
   EXPECT_EQ(t->with("X", "weird \"quoted\" \\ back\nslash\t\x01 caf\xC3\xA9 \xEF\xBF\xBD end").size(), 1u);
   const Json* k = t->one("X", "kernel(float*, int)");
   ASSERT_TRUE(k);
-  EXPECT_EQ((*k)["args"]["mangled"].str, "_Z6kernelPfi");
+  EXPECT_EQ((*k)["args"]["mangled"].string(), "_Z6kernelPfi");
   EXPECT_EQ(t->name_of(4242), "odd \"app\"\x02 (host)");
-  EXPECT_EQ(t->doc["otherData"]["gpu"].str, "GPU \\ \"quoted\"");
+  EXPECT_EQ(t->doc["otherData"]["gpu"].string(), "GPU \\ \"quoted\"");
 }
 
 TEST(TraceTest, OutputIsDeterministic) {
@@ -648,8 +495,8 @@ TEST(TraceTest, AnEmptyRunIsStillAValidTrace) {
   const Trace t(trace_of(log, Analysis{}));
   EXPECT_EQ(t.with("X").size(), 0u);
   EXPECT_EQ(t.name_of(4242), "my_app (host)");
-  EXPECT_EQ(t.doc["otherData"]["monitoring"].str, "off: another CUPTI client");
-  EXPECT_EQ(t.doc["otherData"]["complete"].type, Json::Bool);
+  EXPECT_EQ(t.doc["otherData"]["monitoring"].string(), "off: another CUPTI client");
+  EXPECT_EQ(t.doc["otherData"]["complete"].type(), Json::Type::Bool);
 }
 
 // ---- the committed recordings ----
@@ -716,18 +563,18 @@ TEST(TraceFixtures, EveryRecordingWritesAWellFormedTrace) {
       const Json* from = t->enclosing(s);
       const Json* to = t->enclosing(f);
       ASSERT_TRUE(from && to);
-      EXPECT_EQ((*from)["pid"].u64(), static_cast<uint64_t>(r.log.run.pid));
-      EXPECT_NE((*to)["pid"].u64(), static_cast<uint64_t>(r.log.run.pid));
+      EXPECT_EQ((*from)["pid"].uint64().value(), static_cast<uint64_t>(r.log.run.pid));
+      EXPECT_NE((*to)["pid"].uint64().value(), static_cast<uint64_t>(r.log.run.pid));
     }
     // Every finding's call is flagged, and nothing else is.
     std::set<uint64_t> flagged_corr;
     for (const Finding& f : r.analysis.findings) flagged_corr.insert(r.log.calls[f.call].correlation_id);
     std::set<uint64_t> seen;
     for (const Json* e : t->with("X")) {
-      if ((*e)["cat"].str == "cuda_api,flagged") seen.insert((*e)["args"]["correlation"].u64());
+      if ((*e)["cat"].string() == "cuda_api,flagged") seen.insert((*e)["args"]["correlation"].uint64().value());
     }
     EXPECT_EQ(seen, flagged_corr);
-    EXPECT_EQ(t->doc["otherData"]["pid"].u64(), static_cast<uint64_t>(r.log.run.pid));
+    EXPECT_EQ(t->doc["otherData"]["pid"].uint64().value(), static_cast<uint64_t>(r.log.run.pid));
   }
 }
 
@@ -736,8 +583,8 @@ TEST(TraceFixtures, PageableCopiesAreFlaggedWithArrowsToTheirCopies) {
   const Trace t(r.text);
   std::map<std::string, std::string> copy_of_rule;  // rule -> the GPU copy its call's arrow points at
   for (const Json* c : t.with("X", "cudaMemcpyAsync")) {
-    ASSERT_EQ((*c)["cat"].str, "cuda_api,flagged");
-    const std::string rule = (*c)["args"]["rule"].str;
+    ASSERT_EQ((*c)["cat"].string(), "cuda_api,flagged");
+    const std::string rule = (*c)["args"]["rule"].string();
     EXPECT_EQ(t.with("i", "blocked: " + rule).size(), 1u) << rule;
     for (const Json* s : t.with("s")) {
       if (t.enclosing(s) != c) continue;
@@ -745,11 +592,11 @@ TEST(TraceFixtures, PageableCopiesAreFlaggedWithArrowsToTheirCopies) {
       ASSERT_TRUE(f);
       const Json* copy = t.enclosing(f);
       ASSERT_TRUE(copy);
-      EXPECT_EQ((*copy)["cat"].str, "memcpy");
-      EXPECT_EQ((*copy)["args"]["correlation"].raw, (*c)["args"]["correlation"].raw);
-      EXPECT_EQ((*copy)["args"]["released"].str.rfind("cudaMemcpyAsync (correlation " + (*c)["args"]["correlation"].raw, 0), 0u);
+      EXPECT_EQ((*copy)["cat"].string(), "memcpy");
+      EXPECT_EQ((*copy)["args"]["correlation"].string(), (*c)["args"]["correlation"].string());
+      EXPECT_EQ((*copy)["args"]["released"].string().rfind("cudaMemcpyAsync (correlation " + (*c)["args"]["correlation"].string(), 0), 0u);
       EXPECT_EQ(t.track_name(copy), "stream 13");
-      copy_of_rule[rule] = (*copy)["name"].str;
+      copy_of_rule[rule] = (*copy)["name"].string();
     }
   }
   EXPECT_EQ(copy_of_rule, (std::map<std::string, std::string>{{"copy-async-pageable-h2d", "memcpy HtoD 256.0 MiB"},
@@ -765,8 +612,8 @@ TEST(TraceFixtures, LegacyStreamSerializationMarksTheDelayedKernels) {
   for (const Json* m : marks) {
     const Json* k = t.enclosing(m);
     ASSERT_TRUE(k);
-    EXPECT_EQ((*k)["cat"].str, "kernel");
-    EXPECT_EQ((*k)["name"].str, "k(int, long long)");
+    EXPECT_EQ((*k)["cat"].string(), "kernel");
+    EXPECT_EQ((*k)["name"].string(), "k(int, long long)");
   }
   EXPECT_TRUE(t.with("i", "blocked: legacy-stream-serialization").empty());
   EXPECT_EQ(t.with("i", "context created").size(), 1u);

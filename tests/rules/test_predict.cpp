@@ -666,4 +666,16 @@ TEST(Catalog, LevelNamesRoundTrip) {
   EXPECT_FALSE(parse_level("").has_value());
 }
 
+// A command recorded into a graph by stream capture is not executed: it serializes nothing, whatever its stream.
+TEST(Predict, CapturedCommandsDoNotSerialize) {
+  CallDescription c;
+  c.api = ApiKind::KernelLaunch;
+  c.stream = StreamKind::LegacyDefault;
+  c.blocking_streams_pending = true;
+  EXPECT_EQ(predict(c).gpu, GpuEffect::SerializesWithBlockingStreams);
+  c.captured = true;
+  EXPECT_EQ(predict(c).gpu, GpuEffect::None);
+  EXPECT_FALSE(predict(c).gpu_rule.has_value());
+}
+
 }  // namespace

@@ -23,17 +23,16 @@ std::string basename_of(const std::string& path) {
 
 // What a row says about NVTX ranges, as an expect line writes it: "-" for none, else the name of the range most of
 // its findings were in, with the domain and the other ranges when there are any.
-std::string nvtx_of(const report::SiteRow& r, const EventLog& log) {
-  return r.nvtx.empty() ? "-" : report::nvtx_text(log, r);
+std::string nvtx_of(const report::SiteRow& r) {
+  return r.nvtx.empty() ? "-" : report::nvtx_text(r);
 }
 
-bool nvtx_matches(const report::SiteRow& r, const Line& l, const EventLog& log) {
+bool nvtx_matches(const report::SiteRow& r, const Line& l) {
   if (l.nvtx.empty()) return true;
   if (l.nvtx == "-") return r.nvtx.empty();
   // Every finding of the site in that one range: the innermost range the line names, nothing else.
-  if (r.nvtx.size() != 1 || r.nvtx[0].second != r.count) return false;
-  const NvtxRange& range = report::nvtx_range(log, r.nvtx[0].first);
-  return range.name == l.nvtx && range.domain == l.nvtx_domain;
+  if (r.nvtx.size() != 1 || r.nvtx[0].count != r.count) return false;
+  return r.nvtx[0].name == l.nvtx && r.nvtx[0].domain == l.nvtx_domain;
 }
 
 bool at(const report::SiteRow& r, const Line& l) {
@@ -96,7 +95,7 @@ bool parse(const std::string& path, std::vector<Block>& blocks, std::string& err
   return true;
 }
 
-std::vector<std::string> check(const Block& block, const std::vector<report::SiteRow>& rows, const EventLog& log) {
+std::vector<std::string> check(const Block& block, const std::vector<report::SiteRow>& rows) {
   std::vector<std::string> failures;
   for (const Line& l : block.lines) {
     const std::string where = l.api + " at " + l.file + ":" + std::to_string(l.line);
@@ -107,12 +106,12 @@ std::vector<std::string> check(const Block& block, const std::vector<report::Sit
       }
       if (!found) {
         failures.push_back("run " + block.name + ": expected " + l.rule + " for " + where + ", not reported");
-      } else if (!nvtx_matches(*found, l, log)) {
+      } else if (!nvtx_matches(*found, l)) {
         const std::string want = l.nvtx == "-" ? "no NVTX range"
                                                : "NVTX range \"" + l.nvtx + "\"" +
                                                      (l.nvtx_domain.empty() ? "" : " (domain \"" + l.nvtx_domain + "\")");
         failures.push_back("run " + block.name + ": " + l.rule + " for " + where + " must be in " + want + ", got " +
-                           nvtx_of(*found, log));
+                           nvtx_of(*found));
       }
     } else {
       for (const auto& r : rows) {

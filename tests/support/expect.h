@@ -32,7 +32,7 @@ struct Block {
 // Parses an expect.txt; false with "FILE:LINE: what" in `error`.
 bool parse(const std::string& path, std::vector<Block>& blocks, std::string& error);
 
-// Returns one message per unmet line (empty = all met). `log` names the rows' NVTX ranges.
-std::vector<std::string> check(const Block& block, const std::vector<report::SiteRow>& rows, const EventLog& log);
+// Returns one message per unmet line (empty = all met).
+std::vector<std::string> check(const Block& block, const std::vector<report::SiteRow>& rows);
 
 }  // namespace asynccheck::expect

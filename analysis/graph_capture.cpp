@@ -1,0 +1,95 @@
+#include "analysis/graph_capture.h"
+
+namespace asynccheck {
+namespace {
+
+using rules::ApiKind;
+using rules::StreamKind;
+
+constexpr uint64_t kStreamLegacyHandle = 0x1;     // cudaStreamLegacy == CU_STREAM_LEGACY
+constexpr uint64_t kStreamPerThreadHandle = 0x2;  // cudaStreamPerThread == CU_STREAM_PER_THREAD
+constexpr int32_t kCaptureWrongThread = 908;      // cudaErrorStreamCaptureWrongThread: the end was refused
+
+// Commands a capturing stream records instead of executing. Synchronizations and queries of a capturing stream
+// are not among them: the capture refuses those (is_capture_error).
+bool recorded_in_capture(ApiKind api) {
+  switch (api) {
+    case ApiKind::Copy:
+    case ApiKind::Memset:
+    case ApiKind::KernelLaunch:
+    case ApiKind::GraphLaunch:  // becomes a child-graph node
+    case ApiKind::StreamWaitEvent:
+    case ApiKind::EventRecord:
+    case ApiKind::StreamOrderedAlloc:
+    case ApiKind::StreamOrderedFree:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool is_capture_error(int32_t result) { return result >= 900 && result <= 908; }
+
+CaptureTracker::Key CaptureTracker::key_of(const ApiCall& c, const rules::CallDescription& d) {
+  // The description's stream kind already says what handle 0 meant for this call (legacy or per-thread).
+  if (d.stream == StreamKind::PerThreadDefault) return {kStreamPerThreadHandle, c.thread};
+  if (d.stream == StreamKind::LegacyDefault) return {kStreamLegacyHandle, 0};
+  return {c.stream, 0};
+}
+
+void CaptureTracker::end(size_t capture) {
+  for (auto it = capturing_.begin(); it != capturing_.end();) it = it->second == capture ? capturing_.erase(it) : std::next(it);
+  for (auto it = events_.begin(); it != events_.end();) it = it->second == capture ? events_.erase(it) : std::next(it);
+  origin_.erase(capture);
+}
+
+bool CaptureTracker::observe(const ApiCall& c, rules::CallDescription& d) {
+  const bool ok = c.result == 0;
+  const Key key = key_of(c, d);
+  auto stream = capturing_.find(key);
+  switch (d.api) {
+    case ApiKind::CaptureBegin: {
+      // The legacy stream cannot capture, and a stream captures one sequence at a time: such a begin fails.
+      if (!ok || stream != capturing_.end() || key.first == kStreamLegacyHandle) return false;
+      const size_t id = next_++;
+      capturing_[key] = id;
+      origin_[id] = key;
+      return true;
+    }
+    case ApiKind::CaptureEnd: {
+      // Ends the capture only on the stream where it began. An invalidated capture ends too (with an error and no
+      // graph); an end from another thread in a non-relaxed mode is refused and the capture goes on.
+      if (stream == capturing_.end() || c.result == kCaptureWrongThread) return false;
+      const size_t id = stream->second;
+      if (origin_.at(id) != key) return false;
+      end(id);
+      return true;
+    }
+    default: break;
+  }
+  if (!recorded_in_capture(d.api)) return false;
+  if (stream == capturing_.end()) {
+    if (!ok) return false;
+    auto event = events_.find(c.handle);
+    if (d.api == ApiKind::StreamWaitEvent && event != events_.end()) {
+      capturing_[key] = event->second;  // joins the capture the event was recorded in; the wait is its first node
+      d.captured = true;
+      return true;
+    }
+    if (d.api == ApiKind::EventRecord && event != events_.end()) {
+      events_.erase(event);  // recorded again outside the capture: waiting on it no longer joins
+      return true;
+    }
+    return false;
+  }
+  d.captured = true;
+  if (d.api == ApiKind::EventRecord && ok) {
+    events_[c.handle] = stream->second;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace asynccheck

@@ -1,0 +1,113 @@
+// asynccheck [options] -- PROGRAM [ARGS...]: runs the program with the library attached (LD_PRELOAD), which only
+// captures and saves each process's events; the command then reports every recording, one report per process.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "cli/recordings.h"
+
+namespace fs = std::filesystem;
+
+namespace asynccheck::cli {
+namespace {
+
+// The library's options for the program under test: it only captures and saves its events; the command reports.
+// Compaction (bounded memory) unless the command is to draw a trace, which needs every event.
+std::string child_options(const Options& o, const std::string& recording) {
+  OutputFiles files;
+  std::string error;
+  output_files(o, files, error);
+  std::ostringstream s;
+  s << "threshold=" << o.threshold << "ns:activity_buffer_kb=" << o.activity_buffer_kb
+    << ":signal_timeout=" << o.signal_timeout << ":compact=" << (o.compact && files.trace.empty())
+    << ":stats=" << o.stats << ":summary=0:symbolize=0:save=" << recording;
+  return s.str();
+}
+
+fs::path library_path(const char* argv0) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  fs::path self = n > 0 ? fs::path(std::string(buf, static_cast<size_t>(n))) : fs::path(argv0);
+  for (fs::path p : {self.parent_path() / "libasynccheck.so", self.parent_path().parent_path() / "lib" / "libasynccheck.so"}) {
+    if (fs::exists(p)) return p;
+  }
+  return {};
+}
+
+}  // namespace
+
+int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
+  size_t i = 1;
+  std::string error;
+  if (!parse_cli(args, i, cli, error) || !check_options(cli.opts, error)) return usage_error(error);
+  if (!cli.read.empty()) {
+    if (i < args.size()) return usage_error("--read analyzes a recording: no program may follow it (got '" + args[i] + "')");
+    return analyze_command(cli.read, cli);
+  }
+  if (i >= args.size()) return usage_error("no program to run (usage: asynccheck [options] -- PROGRAM [ARGS...])");
+  report::ReportInputs inputs;
+  if (!report::prepare_report(cli.opts, static_cast<int>(getpid()), process_rank(), inputs, error)) return usage_error(error);
+  const fs::path lib = library_path(argv0);
+  if (lib.empty()) return usage_error("libasynccheck.so not found next to the asynccheck command or in ../lib");
+  char tmpl[] = "/tmp/asynccheck.XXXXXX";
+  if (!mkdtemp(tmpl)) return usage_error(std::string("cannot create a temporary directory: ") + std::strerror(errno));
+  const std::string dir = tmpl;
+  pid_t pid = fork();
+  if (pid == 0) {
+    const char* old = getenv("LD_PRELOAD");
+    std::string preload = lib.string() + (old && *old ? std::string(":") + old : "");
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+    setenv("ASYNCCHECK_OPTIONS", child_options(cli.opts, dir + "/run.%p.rec").c_str(), 1);
+    std::vector<char*> argv;
+    for (size_t k = i; k < args.size(); ++k) argv.push_back(args[k].data());
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::cerr << "asynccheck: ERROR: cannot run '" << args[i] << "': " << std::strerror(errno) << "\n";
+    _exit(127);
+  }
+  // The program gets the terminal's signals itself (same process group); the command waits for it.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  int override_code = -1;
+  std::vector<fs::path> recordings;
+  for (const auto& entry : fs::directory_iterator(dir)) recordings.push_back(entry.path());
+  std::sort(recordings.begin(), recordings.end());  // one report per process, in pid order
+  for (const fs::path& path : recordings) {
+    EventLog log;
+    if (!read_log(path, log, error)) {
+      std::cerr << "asynccheck: ERROR: " << error << "\n";
+      continue;
+    }
+    const int code = exit_code_for(report::emit(log, cli.opts, inputs), cli);
+    if (code >= 0) override_code = code;
+  }
+  fs::remove_all(dir);
+  if (override_code >= 0) return override_code;
+  if (WIFSIGNALED(status)) {
+    // End the way the program ended, so that a shell or CI runner sees the same signal.
+    const int sig = WTERMSIG(status);
+    signal(sig, SIG_DFL);
+    struct rlimit no_core {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);  // the program already dumped its core if it was going to
+    kill(getpid(), sig);
+    return 128 + sig;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace asynccheck::cli

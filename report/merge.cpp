@@ -1,0 +1,152 @@
+// Combining reports (merge.h): sites per aggregate() key with exact sums, the run's totals summed, provenance kept.
+#include "report/merge.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+
+namespace asynccheck::report {
+namespace {
+
+// The value all reports agree on, else the distinct values "; "-separated in order of first appearance.
+std::string agreed(const std::vector<ReportFile>& reports, std::string RunInfo::*field) {
+  std::vector<std::string> seen;
+  for (const ReportFile& r : reports) {
+    const std::string& v = r.run.*field;
+    if (std::find(seen.begin(), seen.end(), v) == seen.end()) seen.push_back(v);
+  }
+  std::string out;
+  for (const std::string& v : seen) out += (out.empty() ? "" : "; ") + v;
+  return out;
+}
+
+// The processes a report stands for: a merged report's own list, else the one process it describes.
+std::vector<ProcessInfo> processes_of(const ReportFile& r) {
+  if (!r.processes.empty()) return r.processes;
+  ProcessInfo p;
+  p.file = r.path;
+  p.run = r.run;
+  p.calls_watched = r.totals.calls_watched;
+  p.gpu_operations = r.totals.gpu_operations;
+  return {p};
+}
+
+// A site's shares per process: a merged report's as they were, else the whole site from its one process.
+std::vector<ProcessShare> shares_of(const ReportFile& r, const SiteRow& row) {
+  if (!row.processes.empty()) return row.processes;
+  ProcessShare s;
+  s.pid = r.run.pid;
+  s.rank = r.run.rank;
+  s.count = row.count;
+  s.total_ns = row.total_ns;
+  s.max_ns = row.max_ns;
+  return {s};
+}
+
+// The count-weighted median of the medians: the smallest median whose cumulative count passes half of all calls
+// (the upper median, as aggregate() takes it). Exact for one process, an estimate for several.
+uint64_t weighted_median(std::vector<std::pair<uint64_t, uint64_t>> median_count) {
+  std::sort(median_count.begin(), median_count.end());
+  uint64_t total = 0;
+  for (const auto& mc : median_count) total += mc.second;
+  uint64_t seen = 0;
+  for (const auto& [median, count] : median_count) {
+    seen += count;
+    if (seen > total / 2) return median;
+  }
+  return median_count.empty() ? 0 : median_count.back().first;
+}
+
+}  // namespace
+
+bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std::string& error) {
+  out = ReportData{};
+  if (reports.empty()) {
+    error = "no reports to merge";
+    return false;
+  }
+  const ReportFile& first = reports.front();
+  for (const ReportFile& r : reports) {
+    if (r.run.threshold_ns != first.run.threshold_ns) {
+      error = "'" + r.path + "' was made with threshold " + format_duration_option(r.run.threshold_ns) + ", '" +
+              first.path + "' with " + format_duration_option(first.run.threshold_ns) +
+              ": counts of calls over different thresholds do not add up (valid: reports of runs with one --threshold)";
+      return false;
+    }
+  }
+
+  // The run: what the processes share, and their sums.
+  RunInfo& run = out.run;
+  run.program = agreed(reports, &RunInfo::program);
+  run.gpu = agreed(reports, &RunInfo::gpu);
+  run.driver = agreed(reports, &RunInfo::driver);
+  run.args = first.run.args;
+  run.pid = 0;
+  run.threshold_ns = first.run.threshold_ns;
+  run.env.module_loading = first.run.env.module_loading;
+  run.monitoring = first.run.monitoring;
+  run.complete = true;
+  std::vector<std::string> ends;
+  for (const ReportFile& r : reports) {
+    if (r.run.args != run.args) run.args.clear();
+    if (r.run.monitoring == "on") run.monitoring = "on";
+    run.complete = run.complete && r.run.complete;
+    run.env.launch_blocking = run.env.launch_blocking || r.run.env.launch_blocking;
+    run.dropped_records += r.run.dropped_records;
+    if (r.run.end != "exit" && std::find(ends.begin(), ends.end(), r.run.end) == ends.end()) ends.push_back(r.run.end);
+    RunTotals& t = out.totals;
+    t.calls_watched += r.totals.calls_watched;
+    t.gpu_operations += r.totals.gpu_operations;
+    t.captured_calls += r.totals.captured_calls;
+    t.context_creation_ns += r.totals.context_creation_ns;
+    t.kind_disagreements += r.totals.kind_disagreements;
+    for (const auto& [rule, count] : r.totals.not_observed) t.not_observed[rule] += count;
+    for (const ProcessInfo& p : processes_of(r)) out.processes.push_back(p);
+  }
+  run.end.clear();
+  for (const std::string& e : ends) run.end += (run.end.empty() ? "" : "; ") + e;
+  if (run.end.empty()) run.end = "exit";
+
+  // The sites, in order of first appearance, then worst first like aggregate().
+  std::map<std::string, size_t> index;
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> medians;
+  for (const ReportFile& r : reports) {
+    for (const SiteRow& row : r.rows) {
+      auto [it, inserted] = index.try_emplace(site_key(row.site, row.rule, row.api), out.rows.size());
+      if (inserted) {
+        SiteRow m = row;  // the example, stack, verdict and fingerprint of the first report that has the site
+        m.count = m.total_ns = m.max_ns = m.bytes = 0;
+        m.processes.clear();
+        m.nvtx.clear();
+        m.in_baseline = false;
+        out.rows.push_back(std::move(m));
+        medians.emplace_back();
+      }
+      SiteRow& m = out.rows[it->second];
+      m.count += row.count;
+      m.total_ns += row.total_ns;
+      m.max_ns = std::max(m.max_ns, row.max_ns);
+      m.bytes += row.bytes;
+      m.level = std::max(m.level, row.level);
+      for (const ProcessShare& s : shares_of(r, row)) m.processes.push_back(s);
+      for (const RangeCount& range : row.nvtx) add_range(m.nvtx, range.name, range.domain, range.count);
+      medians[it->second].emplace_back(row.median_ns, row.count);
+    }
+    // Suppression uses of every report, to be listed with the merge's own (write_report adds up equal entries).
+    for (const SuppressionUse& u : r.suppressions) out.suppressions.push_back(u);
+  }
+  for (size_t i = 0; i < out.rows.size(); ++i) {
+    out.rows[i].median_ns = weighted_median(std::move(medians[i]));
+    sort_ranges(out.rows[i].nvtx);  // most findings first over all processes
+  }
+  std::stable_sort(out.rows.begin(), out.rows.end(), [](const SiteRow& a, const SiteRow& b) {
+    if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+    return a.level > b.level;
+  });
+  char cwd[4096];
+  if (getcwd(cwd, sizeof cwd)) out.source_root = cwd;
+  return true;
+}
+
+}  // namespace asynccheck::report

@@ -17,7 +17,9 @@ bool enqueues_work(ApiKind api) {
   return api == ApiKind::Copy || api == ApiKind::Memset || api == ApiKind::KernelLaunch || api == ApiKind::GraphLaunch;
 }
 
-using SiteKey = std::tuple<uint32_t, uint16_t, rules::RuleId>;  // (stack, api name, rule)
+// (stack, api name, rule, NVTX range): the range is in the key so that the report's counts per range stay exact
+// when findings are folded away (each range's first finding stays, like each site's).
+using SiteKey = std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t>;
 
 // Per stream, the analyzer's previous_in_stream (the op that ended last at or before t, the first in start order
 // among equal ends, never `self`) in O(log n) instead of a scan.
@@ -112,7 +114,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   std::map<SiteKey, size_t> kept_samples;
   auto key_of = [&](const Finding& f) {
     const ApiCall& c = log.calls[f.call];
-    return SiteKey{c.stack, c.name, f.rule};
+    return SiteKey{c.stack, c.name, f.rule, c.nvtx_range};
   };
   for (const Finding& f : a.findings) {
     size_t& kept = kept_samples[key_of(f)];
@@ -253,6 +255,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   small.modules = log.modules;
   small.stacks = log.stacks;
   small.symbols = log.symbols;
+  small.nvtx_ranges = log.nvtx_ranges;
   small.carried = log.carried;
   std::vector<int64_t> call_map(n, kNone), op_map(m, kNone);
   for (size_t i = 0; i < n; ++i) {
@@ -281,7 +284,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   std::map<SiteKey, size_t> site_index;
   for (size_t k = 0; k < carried.findings.size(); ++k) {
     const CarriedSite& s = carried.findings[k];
-    site_index[{s.stack, s.name, s.rule}] = k;
+    site_index[{s.stack, s.name, s.rule, s.nvtx_range}] = k;
   }
   for (const Finding& f : a.findings) {
     if (judged[f.call]) {
@@ -292,7 +295,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     const ApiCall& c = log.calls[f.call];
     const SiteKey key = key_of(f);
     auto [it, fresh] = site_index.try_emplace(key, carried.findings.size());
-    if (fresh) carried.findings.push_back({c.stack, c.name, f.rule, 0, 0, 0, 0});
+    if (fresh) carried.findings.push_back({c.stack, c.name, f.rule, 0, 0, 0, 0, c.nvtx_range});
     CarriedSite& s = carried.findings[it->second];
     const uint64_t t = f.rule == rules::RuleId::LegacyStreamSerialization ? f.gpu_delay_ns : f.held_ns;
     ++s.count;

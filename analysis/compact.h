@@ -6,8 +6,8 @@
 //
 // Which calls stay, for a horizon H (everything that ended before H has been captured, activity included):
 //  - judged: every call that ended after H - margin ("unsettled": the calls around it may still arrive), every
-//    call that enqueued GPU work whose record has not arrived, and the calls holding the first samples_per_site findings of each (stack, API, rule) key (the first
-//    finding of a key is the example a report shows). Their findings and counts are computed again from the
+//    call that enqueued GPU work whose record has not arrived, and the calls holding the first samples_per_site
+//    findings of each (stack, API, rule, NVTX range) key (the first finding of a key is the example a report shows). Their findings and counts are computed again from the
 //    smaller log.
 //  - context_only: calls that create state later calls' descriptions read (stream creation and destruction, event
 //    creation, stream-ordered allocations not yet paired with their stream-ordered free, frees of stream-ordered
@@ -45,8 +45,8 @@ struct CompactOptions {
   // everything captured within the margin stays, so at 1M calls/s 50 ms is ~50k calls (2 s would be 2M calls,
   // i.e. no bound at all for a launch-bound loop).
   uint64_t margin_ns = 50'000'000;
-  // Findings kept as calls per (stack, API, rule); the rest are counted in EventLog::carried. A report's median
-  // for a site is then the median of the kept samples.
+  // Findings kept as calls per (stack, API, rule, NVTX range); the rest are counted in EventLog::carried. A
+  // report's median for a site is then the median of the kept samples.
   size_t samples_per_site = 64;
 };
 

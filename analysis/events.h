@@ -33,6 +33,9 @@ struct ApiCall {
   uint32_t flags = 0;           // creation flags (stream, event, host alloc), or 0
   uint32_t stack = 0;           // interned call stack (stacks.h), 0 = not captured
   int32_t result = 0;           // the call's return code (0 = success)
+  // The innermost NVTX push/pop range open on the calling thread during the call (interpose/nvtx_ranges.h):
+  // N is EventLog::nvtx_ranges[N - 1], 0 = none (no range open, or NVTX ranges were off).
+  uint32_t nvtx_range = 0;
   // Kept by compaction (compact.h) only as context for other calls: it creates state later calls read, or
   // enqueued GPU work that later calls' evidence may name. The analysis describes it but does not judge it:
   // what it contributed to the report is already in EventLog::carried. Never set by the capture.
@@ -118,8 +121,16 @@ struct RunInfo {
   std::string end = "exit";
 };
 
-// Findings that compaction (compact.h) folded away: one (stack, API, rule) key, what its dropped findings add
-// to the site's row. The key's first finding, and at most CompactOptions::samples_per_site in all, stay as calls.
+// An NVTX push/pop range as the program named it: the message it pushed, in the domain it pushed it in.
+struct NvtxRange {
+  std::string domain;  // "" = NVTX's default domain (nvtxRangePushA/W/Ex)
+  std::string name;    // the message (ASCII, UTF-8 from wide strings, or the registered string's text)
+  bool operator==(const NvtxRange&) const = default;
+};
+
+// Findings that compaction (compact.h) folded away: one (stack, API, rule, NVTX range) key, what its dropped
+// findings add to the site's row. The key's first finding, and at most CompactOptions::samples_per_site in all,
+// stay as calls.
 struct CarriedSite {
   uint32_t stack = 0;
   uint16_t name = 0;  // ApiCall::name
@@ -128,6 +139,7 @@ struct CarriedSite {
   uint64_t total_ns = 0;  // held_ns (GPU-side rules: gpu_delay_ns), summed
   uint64_t max_ns = 0;
   uint64_t bytes = 0;
+  uint32_t nvtx_range = 0;  // ApiCall::nvtx_range: part of the key, so that the per-range counts stay exact
 };
 
 // What compaction dropped from the log, so that the analysis of the smaller log reports exactly what the whole
@@ -154,6 +166,7 @@ struct EventLog {
   std::vector<Module> modules;
   std::vector<Stack> stacks;   // stack id N is stacks[N - 1]
   std::vector<Symbol> symbols; // resolved frames, so a recording replays with its call sites anywhere
+  std::vector<NvtxRange> nvtx_ranges;  // ApiCall::nvtx_range N is nvtx_ranges[N - 1]
   Carried carried;             // what compaction folded away (recordings keep it: see compact.h)
 };
 

@@ -16,6 +16,8 @@ constexpr std::string_view kMagic = "asynccheck-recording";
 // A recording is input we did not write ourselves (it may come from anywhere): bound what one line can claim.
 constexpr size_t kMaxFrames = 512;
 constexpr size_t kMaxLine = 1 << 20;
+// The capture interns at most 4096 range names (interpose/nvtx_ranges.h) and ids are 32-bit; this bounds the table.
+constexpr size_t kMaxNvtxRanges = 1 << 20;
 
 std::vector<std::string_view> split(std::string_view line) {
   std::vector<std::string_view> out;
@@ -96,7 +98,8 @@ class Fields {
 
 constexpr std::string_view kCallShape =
     "call corr driver_corr start end thread domain cbid name api async ptds dir bytes src dst stream_kind pending first "
-    "stream_ordered wait stream src_ptr dst_ptr function handle flags stack result";
+    "stream_ordered wait stream src_ptr dst_ptr function handle flags stack result [nvtx]";
+constexpr size_t kCallTokens = 29;  // without the optional nvtx field
 constexpr std::string_view kOpShape =
     "op kind corr start end device context stream bytes copy_kind src_kind dst_kind sync_type name";
 
@@ -109,11 +112,18 @@ void write_call(std::ostream& o, const ApiCall& c) {
     << name_of(d.dst) << ' ' << name_of(d.stream) << ' ' << d.blocking_streams_pending << ' ' << d.first_launch
     << ' ' << d.stream_ordered_pointer << ' ' << name_of(d.wait_mode) << std::hex << ' ' << c.stream << ' '
     << c.src_ptr << ' ' << c.dst_ptr << ' ' << c.function << ' ' << c.handle << std::dec << ' ' << c.flags << ' '
-    << c.stack << ' ' << c.result << '\n';
+    << c.stack << ' ' << c.result;
+  // Optional (programs with NVTX ranges only), so that other recordings stay readable by older versions.
+  if (c.nvtx_range != 0) o << ' ' << c.nvtx_range;
+  o << '\n';
 }
 
-bool read_call(Fields& f, ApiCall& c, size_t api_names) {
-  if (!f.count(29, kCallShape)) return false;
+bool read_call(Fields& f, std::string_view tag, ApiCall& c, size_t api_names, size_t nvtx_ranges) {
+  if (f.size() != kCallTokens && f.size() != kCallTokens + 1) {
+    f.fail("expected " + std::to_string(kCallTokens - 1) + " or " + std::to_string(kCallTokens) +
+           " fields after '" + std::string(tag) + "', got " + std::to_string(f.size() - 1) + " (" + std::string(kCallShape) + ")");
+    return false;
+  }
   rules::CallDescription& d = c.call;
   c.correlation_id = f.num<uint64_t>("corr");
   c.driver_correlation_id = f.num<uint64_t>("driver_corr");
@@ -143,6 +153,13 @@ bool read_call(Fields& f, ApiCall& c, size_t api_names) {
   c.flags = f.num<uint32_t>("flags");
   c.stack = f.num<uint32_t>("stack");
   c.result = f.num<int32_t>("result");
+  if (f.size() == kCallTokens + 1) {
+    c.nvtx_range = f.num<uint32_t>("nvtx");
+    if (f.ok() && (c.nvtx_range == 0 || c.nvtx_range > nvtx_ranges)) {
+      f.fail("field 'nvtx': NVTX range " + std::to_string(c.nvtx_range) + " was not declared by an 'nvtx' line (valid: 1 to " +
+             std::to_string(nvtx_ranges) + ", or no field for none)");
+    }
+  }
   if (f.ok() && c.end_ns < c.start_ns) f.fail("call ends (" + std::to_string(c.end_ns) + ") before it starts");
   if (f.ok() && c.name >= api_names) f.fail("field 'name': api index " + std::to_string(c.name) + " was not declared by an 'api' line");
   return f.ok();
@@ -273,7 +290,10 @@ void write_carried(std::ostream& o, const Carried& c) {
   for (const auto& [rule, count] : c.not_observed) o << "carried_not_observed " << rules::rule(rule).id << ' ' << count << '\n';
   for (const CarriedSite& s : c.findings) {
     o << "carried_site " << s.stack << ' ' << s.name << ' ' << rules::rule(s.rule).id << ' ' << s.count << ' '
-      << s.total_ns << ' ' << s.max_ns << ' ' << s.bytes << '\n';
+      << s.total_ns << ' ' << s.max_ns << ' ' << s.bytes;
+    // Optional like the call's last field: the site's NVTX range is part of its key (compact.h).
+    if (s.nvtx_range != 0) o << ' ' << s.nvtx_range;
+    o << '\n';
   }
 }
 
@@ -304,6 +324,10 @@ void write_recording(std::ostream& o, const EventLog& log) {
   for (const Symbol& y : log.symbols) {
     o << "sym " << std::hex << y.ip << std::dec << ' ' << y.line << ' ' << percent_encode(y.function) << ' '
       << percent_encode(y.file) << '\n';
+  }
+  for (size_t i = 0; i < log.nvtx_ranges.size(); ++i) {
+    o << "nvtx " << (i + 1) << ' ' << percent_encode(log.nvtx_ranges[i].domain) << ' '
+      << percent_encode(log.nvtx_ranges[i].name) << '\n';
   }
   for (const ApiCall& c : log.calls) write_call(o, c);
   write_carried(o, log.carried);
@@ -395,9 +419,19 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       y.file = f.text("file");
       if (!f.ok()) return fail(what);
       log.symbols.push_back(std::move(y));
+    } else if (tag == "nvtx") {
+      if (!f.count(4, "nvtx id domain name")) return fail(what);
+      size_t id = f.num<size_t>("id");
+      NvtxRange r;
+      r.domain = f.text("domain");
+      r.name = f.text("name");
+      if (f.ok() && id != log.nvtx_ranges.size() + 1) f.fail("nvtx id " + std::to_string(id) + " out of order (expected " + std::to_string(log.nvtx_ranges.size() + 1) + ")");
+      if (f.ok() && log.nvtx_ranges.size() >= kMaxNvtxRanges) f.fail("more than " + std::to_string(kMaxNvtxRanges) + " NVTX ranges");
+      if (!f.ok()) return fail(what);
+      log.nvtx_ranges.push_back(std::move(r));
     } else if (tag == "call" || tag == "ctxcall") {
       ApiCall c;
-      if (!read_call(f, c, log.api_names.size())) return fail(what);
+      if (!read_call(f, tag, c, log.api_names.size(), log.nvtx_ranges.size())) return fail(what);
       c.context_only = tag == "ctxcall";
       if (c.stack > log.stacks.size()) return fail("call refers to stack " + std::to_string(c.stack) + ", which was not declared");
       log.calls.push_back(c);
@@ -429,7 +463,11 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       if (!f.ok()) return fail(what);
       log.carried.not_observed[rule] = count;
     } else if (tag == "carried_site") {
-      if (!f.count(8, "carried_site stack name rule count total_ns max_ns bytes")) return fail(what);
+      if (f.size() != 8 && f.size() != 9) {
+        f.fail("expected 7 or 8 fields after 'carried_site', got " + std::to_string(f.size() - 1) +
+               " (carried_site stack name rule count total_ns max_ns bytes [nvtx])");
+        return fail(what);
+      }
       CarriedSite site;
       site.stack = f.num<uint32_t>("stack");
       site.name = f.num<uint16_t>("name");
@@ -438,6 +476,13 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       site.total_ns = f.num<uint64_t>("total_ns");
       site.max_ns = f.num<uint64_t>("max_ns");
       site.bytes = f.num<uint64_t>("bytes");
+      if (f.size() == 9) {
+        site.nvtx_range = f.num<uint32_t>("nvtx");
+        if (f.ok() && (site.nvtx_range == 0 || site.nvtx_range > log.nvtx_ranges.size())) {
+          f.fail("field 'nvtx': NVTX range " + std::to_string(site.nvtx_range) + " was not declared by an 'nvtx' line (valid: 1 to " +
+                 std::to_string(log.nvtx_ranges.size()) + ", or no field for none)");
+        }
+      }
       if (f.ok() && site.stack > log.stacks.size()) f.fail("field 'stack': stack " + std::to_string(site.stack) + " was not declared");
       if (f.ok() && site.name >= log.api_names.size()) f.fail("field 'name': api index " + std::to_string(site.name) + " was not declared by an 'api' line");
       if (f.ok() && site.count == 0) f.fail("field 'count': a carried site has at least one finding");
@@ -446,7 +491,7 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
     } else if (tag == "end") {
       ended = true;
     } else {
-      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, pyframe, sym, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, end)");
+      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, end)");
     }
   }
   if (lineno == 0) {

@@ -9,11 +9,14 @@
 //   stack <id> <frame> ...         interned call stacks, hex return addresses, innermost first
 //   pyframe <id> <file> <function> <line>  optional: a Python frame of stack <id> (declared before), innermost first
 //   sym <ip> <line> <function> <file>  a resolved frame of a return address (inlined ones: several, innermost first)
-//   call <fields...>               one per watched API call (see kCallFields in recording.cpp)
+//   nvtx <id> <domain> <name>      optional: an NVTX range that `call` lines name, ids 1, 2, ... in order
+//   call <fields...>               one per watched API call (see kCallShape in recording.cpp); an optional last
+//                                  field names the call's innermost NVTX range (absent: none)
 //   ctxcall <fields...>            optional: a call that compaction kept as context only (not judged)
 //   carried <calls> <ops> <context_creation_ns> <kind_disagreements> <captured_calls>   optional, compacted log
 //   carried_not_observed <rule> <count>                                (analysis/compact.h): what compaction
-//   carried_site <stack> <name> <rule> <count> <total_ns> <max_ns> <bytes>   folded away; see events.h Carried
+//   carried_site <stack> <name> <rule> <count> <total_ns> <max_ns> <bytes> [<nvtx>]   folded away; see events.h
+//                                  Carried (the optional last field: the site's NVTX range, as on `call`)
 //   op <fields...>                 one per GPU operation from the activity records
 //   mark <kind> <time> <thread>    context creation, module loads
 //   end                            written last: a recording without it is incomplete

@@ -1,7 +1,10 @@
 #include "cupti/subscriber.h"
 
 #include <cupti.h>
+#include <dlfcn.h>
 
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 namespace asynccheck::cupti {
@@ -10,6 +13,17 @@ namespace {
 Sink g_sink{};
 CUpti_SubscriberHandle g_subscriber = nullptr;
 
+// The NVTX calls that open and close push/pop ranges, and those that name what they refer to (interpose/
+// nvtx_ranges.h says why start/end ranges are not among them). Marks, categories and resource names are not.
+constexpr CUpti_CallbackId kNvtxCallbacks[] = {
+    CUPTI_CBID_NVTX_nvtxRangePushA,          CUPTI_CBID_NVTX_nvtxRangePushW,
+    CUPTI_CBID_NVTX_nvtxRangePushEx,         CUPTI_CBID_NVTX_nvtxRangePop,
+    CUPTI_CBID_NVTX_nvtxDomainRangePushEx,   CUPTI_CBID_NVTX_nvtxDomainRangePop,
+    CUPTI_CBID_NVTX_nvtxDomainCreateA,       CUPTI_CBID_NVTX_nvtxDomainCreateW,
+    CUPTI_CBID_NVTX_nvtxDomainRegisterStringA, CUPTI_CBID_NVTX_nvtxDomainRegisterStringW,
+};
+bool g_nvtx = false;  // the callbacks above are enabled
+
 std::string result_text(CUptiResult r) {
   const char* msg = nullptr;
   if (cuptiGetResultString(r, &msg) != CUPTI_SUCCESS || msg == nullptr) return "CUPTI error " + std::to_string(r);
@@ -17,6 +31,11 @@ std::string result_text(CUptiResult r) {
 }
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_NVTX) {
+    const auto* nvtx = static_cast<const CUpti_NvtxData*>(data);
+    if (g_sink.on_nvtx != nullptr && nvtx != nullptr) g_sink.on_nvtx(cbid, nvtx->functionParams, nvtx->functionReturnValue);
+    return;
+  }
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) g_sink.on_mark(MarkKind::ContextCreated);
     else if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) g_sink.on_mark(MarkKind::ModuleLoaded);
@@ -82,8 +101,63 @@ bool subscribe(const Sink& sink, std::string& error) {
   return true;
 }
 
+// Why NVTX_INJECTION64_PATH and not libasynccheck.so as NVTX's tool (its own InitializeInjectionNvtx2): NVTX hands
+// its tool a table of every NVTX function to fill in, versioned per module (core, CUDA, sync, ...), and CUPTI
+// already implements it and turns the calls into the callbacks we subscribe to anyway; implementing that table
+// ourselves would be a second, larger interface to keep in step with NVTX for the same four calls. Either way
+// there is one NVTX tool per process, so another tool's NVTX_INJECTION64_PATH wins in both designs.
+//
+// Why here and not in the `asynccheck` command: the path must be the very CUPTI this process loaded (dlopen of the
+// same path returns the same library; another copy would be a second CUPTI that our subscription never sees), and
+// only the process knows which one the loader picked (RUNPATH, LD_LIBRARY_PATH). The command runs the program with
+// LD_PRELOAD, so this covers it, raw LD_PRELOAD use and the program's children alike.
+bool enable_nvtx(std::string& why) {
+  if (g_subscriber == nullptr || g_sink.on_nvtx == nullptr) {
+    why = "not subscribed to CUPTI";
+    return false;
+  }
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cuptiSubscribe_v2), &info) == 0 || info.dli_fname == nullptr ||
+      std::strchr(info.dli_fname, '/') == nullptr) {
+    why = "cannot tell the path of the CUPTI library this process loaded";
+    return false;
+  }
+  const std::string cupti = info.dli_fname;
+  void* self = dlopen(cupti.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  const bool can_inject = self != nullptr && dlsym(self, "InitializeInjectionNvtx2") != nullptr;
+  if (self != nullptr) dlclose(self);
+  if (!can_inject) {
+    why = "the CUPTI library " + cupti + " cannot be NVTX's tool (no InitializeInjectionNvtx2)";
+    return false;
+  }
+  const char* set = std::getenv("NVTX_INJECTION64_PATH");
+  if (set != nullptr && *set != '\0') {
+    // Ours already (a child of a process we watch inherits it): ranges are on. Anything else is another tool's.
+    char a[PATH_MAX], b[PATH_MAX];
+    if (realpath(set, a) == nullptr || realpath(cupti.c_str(), b) == nullptr || std::strcmp(a, b) != 0) {
+      why = std::string("NVTX_INJECTION64_PATH is already set (to ") + set +
+            "): another tool receives the program's NVTX calls";
+      return false;
+    }
+  }
+  for (CUpti_CallbackId id : kNvtxCallbacks) {
+    const CUptiResult r = cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_NVTX, id);
+    if (r != CUPTI_SUCCESS) {
+      for (CUpti_CallbackId undo : kNvtxCallbacks) cuptiEnableCallback(0, g_subscriber, CUPTI_CB_DOMAIN_NVTX, undo);
+      why = "cannot enable CUPTI's NVTX callbacks: " + result_text(r);
+      return false;
+    }
+  }
+  g_nvtx = true;
+  if (set == nullptr || *set == '\0') setenv("NVTX_INJECTION64_PATH", cupti.c_str(), 1);
+  return true;
+}
+
 void stop_callbacks() {
   if (g_subscriber == nullptr) return;
+  if (g_nvtx) {
+    for (CUpti_CallbackId id : kNvtxCallbacks) cuptiEnableCallback(0, g_subscriber, CUPTI_CB_DOMAIN_NVTX, id);
+  }
   for (const ApiSpec& spec : watched_apis()) {
     cuptiEnableCallback(0, g_subscriber, spec.domain == Domain::Runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
                         spec.cbid);

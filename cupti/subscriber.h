@@ -17,6 +17,9 @@ struct Sink {
   void (*on_enter)(const ApiSpec& spec, const void* params, uint64_t* slot, uint32_t correlation_id);
   void (*on_exit)(const ApiSpec& spec, const void* params, uint64_t* slot, uint32_t correlation_id, int32_t result);
   void (*on_mark)(MarkKind kind);
+  // The program's NVTX calls (CUPTI_CB_DOMAIN_NVTX), once enable_nvtx() succeeded: `cbid` a
+  // CUpti_nvtx_api_trace_cbid, `params` and `result` the CUpti_NvtxData's functionParams and functionReturnValue.
+  void (*on_nvtx)(uint32_t cbid, const void* params, const void* result) = nullptr;
 };
 
 // Subscribes and enables callbacks. On failure returns false with a one-line reason naming the CUPTI holder
@@ -27,6 +30,14 @@ inline constexpr const char* kSubscriberName = "asynccheck";
 inline constexpr const char* kHeldByUs = "CUPTI is already in use by another copy of asynccheck";
 
 bool subscribe(const Sink& sink, std::string& error);
+
+// NVTX ranges (interpose/nvtx_ranges.h), after subscribe(): enables the NVTX push/pop callbacks and makes the CUPTI
+// library this process loaded NVTX's tool, by setting NVTX_INJECTION64_PATH to its path unless it is set already.
+// NVTX reads that variable at the program's first NVTX call, so this must run before it (LD_PRELOAD's constructor
+// does; under CUDA_INJECTION64_PATH the program may have made NVTX calls before CUDA started, and then ranges stay
+// off without a way to tell). False, with the reason in `why`, when ranges are off: NVTX_INJECTION64_PATH names
+// another tool (Nsight, another profiler), or this CUPTI cannot be NVTX's tool.
+bool enable_nvtx(std::string& why);
 
 // Disables our callbacks (the subscription stays: CUPTI may still deliver activity buffers).
 void stop_callbacks();

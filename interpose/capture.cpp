@@ -18,6 +18,7 @@
 #include "cupti/subscriber.h"
 #include "interpose/host_ranges.h"
 #include "interpose/lock_within.h"
+#include "interpose/nvtx_ranges.h"
 #include "interpose/python_frames.h"
 #include "interpose/stacks.h"
 #include "rules/predict.h"
@@ -212,6 +213,7 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
   c.domain = spec.domain;
   c.name = api_index(spec);
   c.result = result;
+  c.nvtx_range = nvtx_ranges::current();
   cupti::decode_enter(spec, params, c);
   if (result == 0) cupti::decode_exit(spec, params, c);  // out-parameters are only valid on success
   if (c.call.api == ApiKind::Copy) classify_copy(c, g.ranges);
@@ -410,7 +412,7 @@ bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, void (*on_first_
   g.on_first_call = on_first_call;
   // Look libpython up now rather than in the first callback that captures a stack: dlsym takes the loader's lock.
   (void)python_available();
-  cupti::Sink sink{on_enter, on_exit, on_mark};
+  cupti::Sink sink{on_enter, on_exit, on_mark, nvtx_ranges::on_callback};
   if (!cupti::subscribe(sink, error)) return false;
   if (!cupti::enable_activity(activity_buffer_bytes, error)) return false;
   g.active.store(true, std::memory_order_release);

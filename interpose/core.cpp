@@ -25,6 +25,7 @@
 #include "analysis/recording.h"
 #include "cupti/subscriber.h"
 #include "interpose/capture.h"
+#include "interpose/nvtx_ranges.h"
 #include "options/options.h"
 #include "report/report.h"
 
@@ -189,6 +190,7 @@ void write_report(EndKind kind, int sig) {
   const bool pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
 
   EventLog log = g_capturing ? capture::finish() : EventLog{};
+  if (g_capturing) log.nvtx_ranges = nvtx_ranges::names();  // after finish(): every id a call holds is named
   RunInfo info = *g_run;
   info.gpu = log.run.gpu;
   info.dropped_records = log.run.dropped_records;
@@ -505,6 +507,8 @@ void start(Origin) {
     return;
   }
   g_capturing = true;
+  // NVTX ranges are context for the findings: without them (another tool has NVTX) everything else still works.
+  if (!cupti::enable_nvtx(error)) say("NVTX ranges are off: " + error);
   arm();
 }
 

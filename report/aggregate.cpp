@@ -5,6 +5,51 @@
 #include "report/report.h"
 
 namespace asynccheck::report {
+namespace {
+
+// Findings are counted per range id while aggregating, then named (resolve_ranges): ids are the log's.
+void count_range(std::vector<std::pair<uint32_t, uint64_t>>& counts, uint32_t range, uint64_t n) {
+  if (range == 0 || n == 0) return;
+  for (auto& [id, count] : counts) {
+    if (id == range) {
+      count += n;
+      return;
+    }
+  }
+  counts.emplace_back(range, n);
+}
+
+std::vector<RangeCount> resolve_ranges(const EventLog& log, const std::vector<std::pair<uint32_t, uint64_t>>& counts) {
+  std::vector<RangeCount> out;
+  for (const auto& [id, count] : counts) {
+    const NvtxRange& r = nvtx_range(log, id);
+    add_range(out, r.name, r.domain, count);
+  }
+  sort_ranges(out);
+  return out;
+}
+
+}  // namespace
+
+const NvtxRange& nvtx_range(const EventLog& log, uint32_t id) {
+  static const NvtxRange kUnknown{"", "?"};
+  return id > 0 && id <= log.nvtx_ranges.size() ? log.nvtx_ranges[id - 1] : kUnknown;
+}
+
+void add_range(std::vector<RangeCount>& ranges, const std::string& name, const std::string& domain, uint64_t n) {
+  if (n == 0) return;
+  for (RangeCount& r : ranges) {
+    if (r.name == name && r.domain == domain) {
+      r.count += n;
+      return;
+    }
+  }
+  ranges.push_back(RangeCount{name, domain, n});
+}
+
+void sort_ranges(std::vector<RangeCount>& ranges) {
+  std::stable_sort(ranges.begin(), ranges.end(), [](const RangeCount& a, const RangeCount& b) { return a.count > b.count; });
+}
 
 std::string site_key(const CallSite& site, rules::RuleId rule, std::string_view api) {
   // Calls without a resolvable site are grouped per API so that they still aggregate. NUL separates the parts:
@@ -27,6 +72,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
   std::map<std::string, size_t> index;  // site_key -> row
   std::vector<SiteRow> rows;
   std::vector<std::vector<uint64_t>> samples;
+  std::vector<std::vector<std::pair<uint32_t, uint64_t>>> ranges;  // per row: NVTX range id -> findings
   for (size_t i = 0; i < analysis.findings.size(); ++i) {
     const Finding& f = analysis.findings[i];
     const ApiCall& c = log.calls[f.call];
@@ -46,6 +92,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
       row.gpu_side = f.rule == rules::RuleId::LegacyStreamSerialization;
       rows.push_back(std::move(row));
       samples.emplace_back();
+      ranges.emplace_back();
     }
     SiteRow& row = rows[it->second];
     const uint64_t t = row.gpu_side ? f.gpu_delay_ns : f.held_ns;
@@ -53,6 +100,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     row.total_ns += t;
     row.max_ns = std::max(row.max_ns, t);
     row.bytes += c.call.bytes;
+    count_range(ranges[it->second], c.nvtx_range, 1);
     samples[it->second].push_back(t);
   }
   // Findings that compaction folded away (analysis/compact.h): their counts, times and bytes join their row; the
@@ -68,12 +116,14 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     row.total_ns += cs.total_ns;
     row.max_ns = std::max(row.max_ns, cs.max_ns);
     row.bytes += cs.bytes;
+    count_range(ranges[it->second], cs.nvtx_range, cs.count);
   }
   for (size_t r = 0; r < rows.size(); ++r) {
     rows[r].fingerprint = fingerprint(rows[r]);
     auto& s = samples[r];
     std::nth_element(s.begin(), s.begin() + static_cast<long>(s.size() / 2), s.end());
     rows[r].median_ns = s[s.size() / 2];
+    rows[r].nvtx = resolve_ranges(log, ranges[r]);
   }
   // Worst first: by time lost, then the more severe level, then the first seen.
   std::stable_sort(rows.begin(), rows.end(), [](const SiteRow& a, const SiteRow& b) {

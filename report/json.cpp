@@ -108,7 +108,17 @@ void write_json(std::ostream& o, const ReportData& data) {
       << ", \"released_by\": " << quote(s.shown.released_by)
       << ", \"evidence\": " << quote(s.shown.evidence) << ", \"note\": " << quote(s.shown.note)
       << ", \"fix\": " << quote(rule.fix) << ", \"fingerprint\": " << quote(s.fingerprint)
-      << ", \"in_baseline\": " << (s.in_baseline ? "true" : "false") << ", \"doc\": " << quote(rule.url) << ", \"stack\": [";
+      << ", \"in_baseline\": " << (s.in_baseline ? "true" : "false") << ", \"doc\": " << quote(rule.url);
+    // Only where findings happened in NVTX ranges, so that reports of programs without them are unchanged.
+    if (!s.nvtx.empty()) {
+      o << ", \"nvtx_range\": " << quote(s.nvtx[0].name) << ", \"nvtx_ranges\": [";
+      for (size_t k = 0; k < s.nvtx.size(); ++k) {
+        o << (k ? ", " : "") << "{\"name\": " << quote(s.nvtx[k].name) << ", \"domain\": " << quote(s.nvtx[k].domain)
+          << ", \"count\": " << s.nvtx[k].count << "}";
+      }
+      o << "]";
+    }
+    o << ", \"stack\": [";
     for (size_t k = 0; k < s.site.frames.size(); ++k) {
       if (k) o << ", ";
       frame_json(o, s.site.frames[k]);

@@ -118,6 +118,7 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
         SiteRow m = row;  // the example, stack, verdict and fingerprint of the first report that has the site
         m.count = m.total_ns = m.max_ns = m.bytes = 0;
         m.processes.clear();
+        m.nvtx.clear();
         m.in_baseline = false;
         out.rows.push_back(std::move(m));
         medians.emplace_back();
@@ -129,12 +130,16 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
       m.bytes += row.bytes;
       m.level = std::max(m.level, row.level);
       for (const ProcessShare& s : shares_of(r, row)) m.processes.push_back(s);
+      for (const RangeCount& range : row.nvtx) add_range(m.nvtx, range.name, range.domain, range.count);
       medians[it->second].emplace_back(row.median_ns, row.count);
     }
     // Suppression uses of every report, to be listed with the merge's own (write_report adds up equal entries).
     for (const SuppressionUse& u : r.suppressions) out.suppressions.push_back(u);
   }
-  for (size_t i = 0; i < out.rows.size(); ++i) out.rows[i].median_ns = weighted_median(std::move(medians[i]));
+  for (size_t i = 0; i < out.rows.size(); ++i) {
+    out.rows[i].median_ns = weighted_median(std::move(medians[i]));
+    sort_ranges(out.rows[i].nvtx);  // most findings first over all processes
+  }
   std::stable_sort(out.rows.begin(), out.rows.end(), [](const SiteRow& a, const SiteRow& b) {
     if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
     return a.level > b.level;

@@ -2,7 +2,7 @@
 // written by the same writers as any other (`asynccheck merge`, docs/mpi.md).
 //
 // Reading: a report must be schema "asynccheck-report" version 1 (docs/report-format.md) with every field the
-// writer writes, of the right type; fields added later in version 1 (run.rank, a frame's offset and ip, processes)
+// writer writes, of the right type; fields added later in version 1 (run.rank, a frame's offset and ip, processes, nvtx_ranges)
 // may be missing. Errors name the file, the line and column, the field's path, and what would be valid:
 //   r.3.json:4:12: run.pid: expected a whole number, found a string
 //
@@ -11,7 +11,8 @@
 // count, total_ns and bytes are summed, max_ns is the maximum, all exact. The median cannot be merged from medians:
 // the merged median_ns is the count-weighted median of the per-process medians, exact when one process has the
 // site and an estimate otherwise. Each merged site lists its share from every process (`processes`). The example
-// shown (evidence, note, stack) is the first report's that has the site; the level is the most severe.
+// shown (evidence, note, stack) is the first report's that has the site; the level is the most severe. NVTX
+// ranges (nvtx_ranges, optional) are summed per (name, domain), most findings first.
 #pragma once
 
 #include <string>

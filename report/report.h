@@ -34,6 +34,19 @@ struct ProcessShare {
   uint64_t max_ns = 0;
 };
 
+// How many of a site's findings happened with one NVTX range innermost (SiteRow::nvtx).
+struct RangeCount {
+  std::string name;
+  std::string domain;  // "" = NVTX's default domain
+  uint64_t count = 0;
+  bool operator==(const RangeCount&) const = default;
+};
+
+// Adds `n` findings in range (name, domain) to `ranges`: to its entry, or as a new last one.
+void add_range(std::vector<RangeCount>& ranges, const std::string& name, const std::string& domain, uint64_t n);
+// Most findings first; ties keep their order (first seen).
+void sort_ranges(std::vector<RangeCount>& ranges);
+
 // One call site and rule, aggregated over every finding there.
 struct SiteRow {
   rules::RuleId rule = rules::RuleId::UndocumentedBlock;
@@ -52,7 +65,21 @@ struct SiteRow {
   bool gpu_side = false;       // legacy-stream serialization: measured on the GPU, the host was not held
   std::string fingerprint;     // stable across runs, machines and line moves (baseline.h); set by aggregate()
   bool in_baseline = false;    // listed in the --baseline file: reported, but does not fail the run
+  // The innermost NVTX ranges the findings here happened in, with their counts, most findings first (ties: first
+  // seen). Findings outside any range are not listed: count less their sum. A site is one row whatever the ranges
+  // (its fingerprint, baseline and suppressions do not depend on them). Resolved to names by aggregate(), so
+  // that the writers need no log (a merge has none) and a merge sums them per (name, domain).
+  std::vector<RangeCount> nvtx;
 };
+
+// The NVTX range the row's findings happened in, for its one-line summary: `in NVTX range "forward"`, with the
+// domain when it is not the default one and the counts when the findings were in several ranges or some in none.
+// Empty when none was in a range.
+std::string nvtx_text(const SiteRow& row);
+
+// Range `id` of log.nvtx_ranges (an id the table does not hold, which only a hand-made log can have: name "?").
+// For the writers that read the events (the trace); the others read SiteRow::nvtx.
+const NvtxRange& nvtx_range(const EventLog& log, uint32_t id);
 
 // One suppression (suppressions.h) and what it hid in this run.
 struct SuppressionUse {

@@ -146,6 +146,46 @@ std::optional<Verdict> parse_verdict(std::string_view text) {
   return std::nullopt;
 }
 
+// A site's NVTX ranges (SiteRow::nvtx), written only where findings happened in ranges: "nvtx_range" (the first
+// range's name) and "nvtx_ranges" come together; the counts are at least 1 and add up to at most the site's count
+// (findings outside any range are not listed).
+void read_nvtx(Checker& c, const JsonValue& s, const std::string& path, SiteRow& row) {
+  if (!c.ok() || (!s.has("nvtx_range") && !s.has("nvtx_ranges"))) return;
+  const std::string first = c.text(s, path, "nvtx_range");
+  const JsonValue* ranges = c.array(s, path, "nvtx_ranges");
+  const std::string at = join(path, "nvtx_ranges");
+  if (!ranges || !c.each(*ranges, at, JsonValue::Type::Object)) return;
+  if (ranges->items().empty()) {
+    c.fail(*ranges, at, "empty (valid: at least one range, or neither nvtx_range nor nvtx_ranges)");
+    return;
+  }
+  uint64_t sum = 0;
+  for (size_t k = 0; c.ok() && k < ranges->items().size(); ++k) {
+    const JsonValue& r = ranges->items()[k];
+    const std::string where = item(at, k);
+    RangeCount range;
+    range.name = c.text(r, where, "name");
+    range.domain = c.text(r, where, "domain");
+    range.count = c.whole(r, where, "count");
+    if (!c.ok()) return;
+    if (range.count == 0) return c.fail(r["count"], join(where, "count"), "0 (valid: at least 1: a range is listed for its findings)");
+    for (const RangeCount& seen : row.nvtx) {
+      if (seen.name == range.name && seen.domain == range.domain) {
+        return c.fail(r, where, "range \"" + range.name + "\" in domain \"" + range.domain + "\" listed twice (valid: each range once)");
+      }
+    }
+    sum += range.count;
+    row.nvtx.push_back(std::move(range));
+  }
+  if (sum > row.count) {
+    return c.fail(*ranges, at, "the ranges hold " + std::to_string(sum) + " calls, the site has " + std::to_string(row.count));
+  }
+  if (first != row.nvtx[0].name) {
+    c.fail(s["nvtx_range"], join(path, "nvtx_range"), "\"" + first + "\" is not the first range of nvtx_ranges (valid: \"" +
+                                                          row.nvtx[0].name + "\")");
+  }
+}
+
 bool read_site(Checker& c, const JsonValue& s, const std::string& path, SiteRow& row) {
   const std::string rule = c.text(s, path, "rule");
   if (!c.ok()) return false;
@@ -219,6 +259,7 @@ bool read_site(Checker& c, const JsonValue& s, const std::string& path, SiteRow&
                                                   " and " + std::to_string(row.total_ns));
     }
   }
+  read_nvtx(c, s, path, row);
   return c.ok();
 }
 

@@ -271,6 +271,8 @@ std::string measure_text(const SiteRow& row) {
 
 std::string result_text(const SiteRow& row) {
   std::string s = measure_text(row);
+  const std::string nvtx = nvtx_text(row);
+  if (!nvtx.empty()) s += " I" + sentence(nvtx.substr(1));  // "In NVTX range ..."
   if (row.processes.size() > 1) {
     s += " From " + std::to_string(row.processes.size()) + " processes; the median is estimated from theirs.";
   }
@@ -289,6 +291,15 @@ Json result_properties(const SiteRow& row) {
   p.set("medianNs", Json::number(row.median_ns)).set("maxNs", Json::number(row.max_ns));
   p.set("bytes", Json::number(row.bytes));
   p.set("verdict", str(verdict_text(row.verdict))).set("gpuSide", Json::boolean(row.gpu_side));
+  // Only where the findings happened in NVTX ranges: the innermost range of most of them, and every range with
+  // its count (docs/report-format.md).
+  if (!row.nvtx.empty()) {
+    Json ranges = Json::array();
+    for (const RangeCount& r : row.nvtx) {
+      ranges.push(Json::object().set("name", str(r.name)).set("domain", str(r.domain)).set("count", Json::number(r.count)));
+    }
+    p.set("nvtxRange", str(row.nvtx[0].name)).set("nvtxRanges", std::move(ranges));
+  }
   if (row.processes.empty()) return p;
   Json procs = Json::array();
   for (const ProcessShare& share : row.processes) {

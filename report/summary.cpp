@@ -76,6 +76,21 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
   return "";
 }
 
+std::string nvtx_text(const SiteRow& row) {
+  if (row.nvtx.empty()) return "";
+  // Quoted as JSON strings: a range name is the program's text and may hold quotes or control characters.
+  auto name = [](const RangeCount& r) {
+    return json_string(r.name) + (r.domain.empty() ? "" : " (domain " + json_string(r.domain) + ")");
+  };
+  std::string s = "in NVTX range " + name(row.nvtx[0]);
+  if (row.nvtx.size() == 1 && row.nvtx[0].count == row.count) return s;
+  s += " for " + std::to_string(row.nvtx[0].count) + " of " + std::to_string(row.count) + " calls";
+  constexpr size_t kShown = 4;  // ranges named on the line; the JSON report lists them all
+  for (size_t i = 1; i < row.nvtx.size() && i < kShown; ++i) s += ", " + name(row.nvtx[i]) + " for " + std::to_string(row.nvtx[i].count);
+  if (row.nvtx.size() > kShown) s += ", and " + std::to_string(row.nvtx.size() - kShown) + " more ranges";
+  return s;
+}
+
 namespace {
 
 // Who a merged site or report came from: "ranks 0, 1, 3" or "pids 12, 13" (ranks where every process had one).
@@ -163,6 +178,7 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     if (r.site.known() && !r.site.frame.function.empty() && r.site.frame.function != "??") {
       out << " in " << short_function(r.site.frame.function);
     }
+    if (!r.nvtx.empty()) out << ", " << nvtx_text(r);
     out << "\n    " << rule.title << "\n";
     out << "    " << r.count << " call" << (r.count == 1 ? "" : "s") << ", "
         << (r.gpu_side ? "GPU work held back " : "host held ") << format_duration(r.total_ns) << " in total (median "

@@ -406,6 +406,11 @@ class TraceWriter {
     o_ << ", \"args\": {\"correlation\": " << c.correlation_id << ", \"stream\": " << q(c.stream ? hex(c.stream) : "default");
     if (c.call.bytes) o_ << ", \"bytes\": " << c.call.bytes;
     if (c.result) o_ << ", \"result\": " << c.result;
+    if (c.nvtx_range) {
+      const NvtxRange& r = nvtx_range(log_, c.nvtx_range);
+      o_ << ", \"nvtx_range\": " << q(r.name);
+      if (!r.domain.empty()) o_ << ", \"nvtx_domain\": " << q(r.domain);
+    }
     if (c.end_ns <= c.start_ns) o_ << ", \"note\": " << q(zero_note(c.start_ns, c.end_ns));
     if (fs) {
       // Several findings on one call (a host finding and a legacy-stream one): each field lists them in order.

@@ -7,6 +7,11 @@ location is SCRIPT:LINE. When RULE and API are reported but only at a native loc
 site's stack: the call was made with the GIL released), the line says NATIVE instead of FAIL: asynccheck saw the
 call, but could not name its Python line. `silent API SCRIPT:LINE` holds when no site for API has that location
 or a Python frame at that line in its stack. Exit code 1 when an expectation failed.
+
+An expect line may end with `nvtx=NAME` (and `nvtx-domain=DOMAIN`; docs/expected-findings.md): it then holds when
+a site of RULE for API, at SCRIPT:LINE or at a native location, has every one of its findings in the NVTX range
+NAME: the range names the code even where the Python line cannot be read. With EXAMPLES="NAME ..." in the
+environment only those runs are checked (run.sh runs only those too).
 """
 
 import json
@@ -24,10 +29,16 @@ def load_expectations(path):
         fields = line.split()
         if fields[0] == "run" and len(fields) >= 3:
             runs.append({"name": fields[1], "script": fields[2], "lines": []})
-        elif fields[0] == "expect" and len(fields) == 4 and runs:
-            runs[-1]["lines"].append(("expect", fields[1], fields[2], fields[3], number))
+        elif fields[0] == "expect" and len(fields) >= 4 and runs:
+            nvtx = {}
+            for extra in fields[4:]:
+                key, _, value = extra.partition("=")
+                if key not in ("nvtx", "nvtx-domain") or not value or key in nvtx:
+                    sys.exit("%s:%d: cannot read %r" % (path, number, extra))
+                nvtx[key] = value
+            runs[-1]["lines"].append(("expect", fields[1], fields[2], fields[3], number, nvtx))
         elif fields[0] == "silent" and len(fields) == 3 and runs:
-            runs[-1]["lines"].append(("silent", None, fields[1], fields[2], number))
+            runs[-1]["lines"].append(("silent", None, fields[1], fields[2], number, {}))
         else:
             sys.exit("%s:%d: cannot read %r" % (path, number, raw.rstrip()))
     return runs
@@ -46,7 +57,24 @@ def python_lines(site):
     return [where(f) for f in site.get("stack", []) if f.get("module") == "python"]
 
 
-def check(kind, rule, api, place, sites):
+def in_range(site, nvtx):
+    """Every finding of the site in the range the expect line names (nvtx=- : in none)."""
+    ranges = site.get("nvtx_ranges", [])
+    if nvtx["nvtx"] == "-":
+        return not ranges
+    return (len(ranges) == 1 and ranges[0]["name"] == nvtx["nvtx"] and
+            ranges[0]["domain"] == nvtx.get("nvtx-domain", "") and ranges[0]["count"] == site["count"])
+
+
+def check(kind, rule, api, place, sites, nvtx):
+    if kind == "expect" and nvtx:
+        same = [s for s in sites if s["rule"] == rule and s["api"] == api and
+                (where(s["location"]) == place or not python_lines(s))]
+        if any(in_range(s, nvtx) for s in same):
+            return "ok"
+        got = "; ".join(", ".join("%s (%s): %d" % (r["name"], r["domain"] or "default", r["count"])
+                                  for r in s.get("nvtx_ranges", [])) or "no range" for s in same)
+        return "FAIL (NVTX: %s)" % (got or "no such site")
     if kind == "expect":
         same = [s for s in sites if s["rule"] == rule and s["api"] == api]
         if any(where(s["location"]) == place for s in same):
@@ -76,14 +104,20 @@ def main():
     expect_path, out = sys.argv[1], sys.argv[2]
     failed = False
     rows = []
+    only = os.environ.get("EXAMPLES", "").split()
     for run in load_expectations(expect_path):
         name, script = run["name"], run["script"]
+        if only and name not in only:
+            continue
         report = os.path.join(out, name + ".json")
         sites = json.load(open(report))["sites"] if os.path.exists(report) else None
-        for kind, rule, api, place, number in run["lines"]:
-            verdict = "FAIL (no report)" if sites is None else check(kind, rule, api, place, sites)
+        for kind, rule, api, place, number, nvtx in run["lines"]:
+            verdict = "FAIL (no report)" if sites is None else check(kind, rule, api, place, sites, nvtx)
             failed = failed or verdict != "ok"
             label = "expect %s %s" % (rule, api) if kind == "expect" else "silent %s" % api
+            if nvtx:
+                label += " in NVTX range %s" % nvtx["nvtx"] + (
+                    " (domain %s)" % nvtx["nvtx-domain"] if "nvtx-domain" in nvtx else "")
             print("%-8s %s:%d %s at %s" % (verdict, os.path.basename(expect_path), number, label, place))
         found = "-" if sites is None else ", ".join(
             "%s@%s%s" % (s["rule"], where(s["location"]), "" if s["location"].get("module") == "python" else " (native)")

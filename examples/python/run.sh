@@ -2,6 +2,7 @@
 # Runs each Python example (a) under asynccheck (JSON report, summary, recording) and (b) bare with PyTorch's
 # torch.cuda.set_sync_debug_mode("warn"), then checks expect.txt and prints the comparison table (README.md).
 # usage: examples/python/run.sh BUILD_DIR OUTDIR [PYTHON]     (PYTHON defaults to python3)
+# EXAMPLES="NAME ..." in the environment runs and checks only those examples.
 # Exit code: 0 when every expectation held, 1 otherwise, 2 on bad usage.
 set -u
 if [ $# -lt 2 ]; then
@@ -18,6 +19,7 @@ asynccheck=$build/bin/asynccheck
 # The run blocks of expect.txt: "run NAME SCRIPT [ARGS...]".
 while read -r tag name script args; do
   [ "$tag" = run ] || continue
+  if [ -n "${EXAMPLES:-}" ] && ! [[ " $EXAMPLES " == *" $name "* ]]; then continue; fi
   echo "== $name: $python $script $args"
   # (a) under asynccheck; the scripts run from this directory so that co_filename is the script's own path.
   (cd "$here" && "$asynccheck" --format=json --output="$out/$name.json" --log-file="$out/$name.txt" \

@@ -214,6 +214,49 @@ TEST(Compact, RepeatedFindingsKeepSamplesAndExactTotals) {
   EXPECT_EQ(after.findings.front().held_ns, 200 * kUs);  // the first copy, kept as the example
 }
 
+// A site whose findings happened in several NVTX ranges keeps its exact count per range when most of them are folded
+// away (the range is part of the key, compact.h).
+TEST(Compact, NvtxRangeCountsStayExact) {
+  Builder b;
+  b.log.nvtx_ranges = {{"", "forward"}, {"", "backward"}, {"lib", "forward"}};
+  uint64_t t = 0;
+  uint64_t per_range[4] = {};
+  for (size_t i = 0; i < 3'000; ++i) {
+    const uint64_t held = 200 * kUs + (i % 5) * kUs;
+    b.blocking_copy(t, held);
+    const auto range = static_cast<uint32_t>(i % 7 == 0 ? 0 : 1 + i % 3);  // some outside any range
+    b.log.calls.back().nvtx_range = range;
+    ++per_range[range];
+    t += held + 50 * kUs;
+  }
+  const std::string expected = json_of(b.log);
+  EXPECT_NE(expected.find("\"nvtx_ranges\": ["), std::string::npos) << expected;
+  CompactOptions o = compact_options(b.log, 2 * kMs);
+  ASSERT_TRUE(compact(b.log, t / 2, o));
+  ASSERT_TRUE(compact(b.log, t + 4 * kMs, o));
+  // The samples of each (site, range) key (4 keys) and the calls whose work their evidence names: not all 3000.
+  EXPECT_LE(b.log.calls.size(), 5 * o.samples_per_site);
+  EXPECT_EQ(json_of(b.log), expected);
+  const Analysis a = analyze(b.log, AnalysisOptions{});
+  const report::ReportData data = report::make_report(b.log, a);
+  ASSERT_EQ(data.rows.size(), 1u);
+  ASSERT_EQ(data.rows[0].nvtx.size(), 3u);
+  for (const report::RangeCount& r : data.rows[0].nvtx) {
+    const auto at = std::find(b.log.nvtx_ranges.begin(), b.log.nvtx_ranges.end(), NvtxRange{r.domain, r.name});
+    ASSERT_NE(at, b.log.nvtx_ranges.end()) << r.name;
+    EXPECT_EQ(r.count, per_range[at - b.log.nvtx_ranges.begin() + 1]) << "range " << r.name << " in " << r.domain;
+  }
+  EXPECT_EQ(data.rows[0].count, 3'000u);
+  // Saved as a recording (carried_site lines keep the range) and read back, the report is the same.
+  std::stringstream saved;
+  write_recording(saved, b.log);
+  EXPECT_NE(saved.str().find("\ncarried_site "), std::string::npos);
+  EventLog reread;
+  std::string error;
+  ASSERT_TRUE(read_recording(saved, reread, error)) << error;
+  EXPECT_EQ(json_of(reread), expected);
+}
+
 // State that later calls' descriptions read survives the compaction of the calls that made it.
 TEST(Compact, CreatorsSurviveForLaterDescriptions) {
   Builder b;

@@ -181,7 +181,7 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"empty", "", "empty file: not an asynccheck recording"},
       {"magic", "hello\n", "line 1: not an asynccheck recording (expected first line 'asynccheck-recording 1')"},
       {"version", "asynccheck-recording 9\n", "line 1: recording version '9' is not supported (this asynccheck reads version 1)"},
-      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, pyframe, sym, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, end)"},
+      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, end)"},
       {"op fields", head + "op kernel 1 2\n", "line 2: expected 13 fields after 'op', got 3 (op kind corr start end device context stream bytes copy_kind src_kind dst_kind sync_type name)"},
       {"op kind", head + "op warp 1 2 3 0 0 0 0 0 0 0 0 -\n", "line 2: field 'kind': 'warp' is not one of: memcpy, memset, kernel, sync"},
       {"op order", head + "op kernel 1 5 3 0 0 0 0 0 0 0 0 -\n", "line 2: op ends before it starts"},
@@ -219,6 +219,72 @@ TEST(Recording, CallReferringToUndeclaredNamesIsRejected) {
   std::string error;
   EXPECT_FALSE(read_recording(in, log, error));
   EXPECT_EQ(error, "line 2: field 'name': api index 0 was not declared by an 'api' line");
+}
+
+// NVTX ranges: a table of (domain, name) and an optional last field on `call` lines, written only when used.
+TEST(Recording, NvtxRangesRoundTripAndStayOptional) {
+  EventLog log = sample_log();
+  std::stringstream plain;
+  write_recording(plain, log);
+  EXPECT_EQ(plain.str().find("nvtx"), std::string::npos) << plain.str();  // no ranges: the format as before
+  const std::string old_call = plain.str().substr(plain.str().find("\ncall ") + 1);
+  log.nvtx_ranges = {{"", "forward"}, {"my lib", "copy 100%"}};
+  log.calls.push_back(log.calls[0]);
+  log.calls[0].nvtx_range = 2;
+  log.calls[1].nvtx_range = 0;
+  log.calls.push_back(log.calls[0]);
+  log.calls[2].nvtx_range = 1;
+  std::stringstream s;
+  write_recording(s, log);
+  EXPECT_NE(s.str().find("nvtx 1 %00 forward\nnvtx 2 my%20lib copy%20100%25\n"), std::string::npos) << s.str();
+  EventLog back;
+  std::string error;
+  ASSERT_TRUE(read_recording(s, back, error)) << error;
+  EXPECT_EQ(back.nvtx_ranges, log.nvtx_ranges);
+  ASSERT_EQ(back.calls.size(), 3u);
+  EXPECT_EQ(back.calls[0].nvtx_range, 2u);
+  EXPECT_EQ(back.calls[1].nvtx_range, 0u);
+  EXPECT_EQ(back.calls[2].nvtx_range, 1u);
+  std::stringstream again;
+  write_recording(again, back);
+  EXPECT_EQ(again.str(), s.str());
+  // The call without a range is written exactly as a recording without ranges writes it.
+  EXPECT_NE(s.str().find(old_call.substr(0, old_call.find('\n') + 1)), std::string::npos);
+}
+
+TEST(Recording, BadNvtxLinesGetPreciseErrors) {
+  const std::string head = "asynccheck-recording 1\napi 0 cudaFree\n";
+  const std::string call = "call 1 0 10 20 0 runtime 5 0 copy 1 0 d2h 8 device pageable legacy 0 0 0 auto 0 0 0 0 0 0 0 0";
+  const std::vector<BadCase> cases = {
+      {"nvtx fields", head + "nvtx 1 forward\n", "line 3: expected 3 fields after 'nvtx', got 2 (nvtx id domain name)"},
+      {"nvtx order", head + "nvtx 2 %00 forward\n", "line 3: nvtx id 2 out of order (expected 1)"},
+      {"nvtx text", head + "nvtx 1 %00 for%2\n", "line 3: field 'name': bad percent-encoding in 'for%2'"},
+      {"undeclared", head + "nvtx 1 %00 forward\n" + call + " 2\n",
+       "line 4: field 'nvtx': NVTX range 2 was not declared by an 'nvtx' line (valid: 1 to 1, or no field for none)"},
+      {"zero", head + "nvtx 1 %00 forward\n" + call + " 0\n",
+       "line 4: field 'nvtx': NVTX range 0 was not declared by an 'nvtx' line (valid: 1 to 1, or no field for none)"},
+      {"not a number", head + call + " x\n", "line 3: field 'nvtx': 'x' is not a decimal integer in range"},
+      {"call fields", head + call + " 1 1\n",
+       "line 3: expected 28 or 29 fields after 'call', got 30 (call corr driver_corr start end thread domain cbid name api "
+       "async ptds dir bytes src dst stream_kind pending first stream_ordered wait stream src_ptr dst_ptr function handle "
+       "flags stack result [nvtx])"},
+      {"ctxcall fields", head + "ctxcall 1 0 10\n",
+       "line 3: expected 28 or 29 fields after 'ctxcall', got 3 (call corr driver_corr start end thread domain cbid name "
+       "api async ptds dir bytes src dst stream_kind pending first stream_ordered wait stream src_ptr dst_ptr function "
+       "handle flags stack result [nvtx])"},
+      {"carried site undeclared", head + "nvtx 1 %00 forward\ncarried_site 0 0 undocumented-block 1 10 10 0 2\n",
+       "line 4: field 'nvtx': NVTX range 2 was not declared by an 'nvtx' line (valid: 1 to 1, or no field for none)"},
+      {"carried site fields", head + "carried_site 0 0 undocumented-block 1 10 10 0 1 1\n",
+       "line 3: expected 7 or 8 fields after 'carried_site', got 9 (carried_site stack name rule count total_ns max_ns "
+       "bytes [nvtx])"},
+  };
+  for (const BadCase& c : cases) {
+    std::stringstream in(c.text);
+    EventLog log;
+    std::string error;
+    EXPECT_FALSE(read_recording(in, log, error)) << c.name;
+    EXPECT_EQ(error, c.message) << c.name;
+  }
 }
 
 TEST(Recording, PercentEncodingRoundTrips) {

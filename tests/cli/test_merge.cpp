@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "command.h"
@@ -323,6 +324,81 @@ TEST_F(Merge, OneFileForEveryRankIsAnErrorBeforeTheProgramRuns) {
   r = run({kCommand.string(), "--json=" + one, "--", "/bin/true"}, {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1"});
   EXPECT_EQ(r.code(), 0) << r.err;
   EXPECT_TRUE(fs::exists(one));
+}
+
+// A copy of `recording` whose calls happened in NVTX ranges: `ranges` declared (domain, name; percent-encoded as
+// in a recording), the k-th call line in range pick(k) (0: none).
+fs::path with_ranges(const fs::path& recording, const fs::path& out, const std::vector<std::string>& ranges,
+                     uint32_t (*pick)(size_t)) {
+  std::istringstream in(slurp(recording));
+  std::string text, line;
+  bool declared = false;
+  size_t k = 0;
+  while (std::getline(in, line)) {
+    const bool call = line.rfind("call ", 0) == 0 || line.rfind("ctxcall ", 0) == 0;
+    if (call && !declared) {
+      for (size_t i = 0; i < ranges.size(); ++i) text += "nvtx " + std::to_string(i + 1) + " " + ranges[i] + "\n";
+      declared = true;
+    }
+    if (call) {
+      if (const uint32_t range = pick(k++)) line += " " + std::to_string(range);
+    }
+    text += line + "\n";
+  }
+  std::ofstream(out) << text;
+  return out;
+}
+
+// NVTX ranges through `asynccheck merge`: each site's per-range counts are the sums of the processes' counts per
+// range name and domain (their ids differ), and they survive a merge of merges.
+TEST_F(Merge, NvtxRangeCountsAreSummedPerRange) {
+  const fs::path a = with_ranges(kRecording, dir_ / "a.rec", {"%00 forward", "%00 backward"}, [](size_t k) -> uint32_t {
+    return k % 3 == 2 ? 0 : 1 + k % 2;  // forward, backward, none, ...
+  });
+  const fs::path b = with_ranges(kRecording, dir_ / "b.rec", {"lib backward", "%00 forward"}, [](size_t k) -> uint32_t {
+    return k % 2 ? 2 : 1;  // lib's backward, forward, ...
+  });
+  const fs::path ra = report_of(a, "a.json"), rb = report_of(b, "b.json"), merged = dir_ / "m.json";
+  ASSERT_EQ(merge({ra.string(), rb.string(), "--json=" + merged.string(), "--summary=0"}).code(), 0);
+  using Ranges = std::map<std::pair<std::string, std::string>, uint64_t>;
+  auto ranges_of = [](const JsonValue& site) {
+    Ranges out;
+    if (!site.has("nvtx_ranges")) return out;
+    for (const JsonValue& r : site["nvtx_ranges"].items()) out[{r["name"].string(), r["domain"].string()}] += u(r["count"]);
+    return out;
+  };
+  const JsonValue ja = read_json(ra), jb = read_json(rb), jm = read_json(merged);
+  std::map<Key, Ranges> want;
+  size_t with = 0;
+  for (const JsonValue* j : {&ja, &jb}) {
+    for (const JsonValue& s : (*j)["sites"].items()) {
+      for (const auto& [range, count] : ranges_of(s)) want[key_of(s)][range] += count;
+      with += s.has("nvtx_ranges");
+    }
+  }
+  ASSERT_GT(with, 0u) << "no finding of " << kRecording << " was put in a range";
+  ASSERT_EQ(jm["sites"].size(), ja["sites"].size());
+  for (const JsonValue& s : jm["sites"].items()) {
+    SCOPED_TRACE(s["fingerprint"].string());
+    EXPECT_EQ(ranges_of(s), want[key_of(s)]);
+    if (!s.has("nvtx_ranges")) continue;
+    // Most first, and nvtx_range names the first.
+    const auto& items = s["nvtx_ranges"].items();
+    for (size_t i = 1; i < items.size(); ++i) EXPECT_GE(u(items[i - 1]["count"]), u(items[i]["count"]));
+    EXPECT_EQ(s["nvtx_range"].string(), items[0]["name"].string());
+  }
+  // A merge of the merge and a again: a's counts twice, b's once.
+  const fs::path again = dir_ / "m2.json";
+  ASSERT_EQ(merge({merged.string(), ra.string(), "--json=" + again.string(), "--summary=0"}).code(), 0);
+  const JsonValue j2 = read_json(again);
+  for (const JsonValue& s : ja["sites"].items()) {
+    for (const auto& [range, count] : ranges_of(s)) want[key_of(s)][range] += count;
+  }
+  for (const JsonValue& s : j2["sites"].items()) EXPECT_EQ(ranges_of(s), want[key_of(s)]) << s["fingerprint"].string();
+  // The summary of the merge names the ranges, though a merge has no events to read them from.
+  const Result r = merge({ra.string(), rb.string()});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  EXPECT_NE((r.out + r.err).find(", in NVTX range \""), std::string::npos) << r.out << r.err;
 }
 
 TEST_F(Merge, BadInputIsExitCodeTwoWithThePlaceAndWhatIsValid) {

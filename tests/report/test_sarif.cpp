@@ -378,6 +378,25 @@ TEST(Sarif, SuppressedRowsAreResultsWithAnExternalSuppression) {
   EXPECT_EQ(uses[1]["calls"].int64().value(), 3);
 }
 
+TEST(Sarif, NvtxRangesAreResultPropertiesAndInTheMessage) {
+  Fixture fx;
+  fx.data.rows[1].nvtx = {{"backward", "my lib", 2}, {"forward", "", 1}};
+  const Value run = fx.run();
+  EXPECT_FALSE(run["results"][0]["properties"].has("nvtxRange"));  // a row without ranges: no property
+  const Value& p = run["results"][1]["properties"];
+  EXPECT_EQ(p["nvtxRange"].string(), "backward");
+  ASSERT_EQ(p["nvtxRanges"].size(), 2u);
+  EXPECT_EQ(p["nvtxRanges"][0]["name"].string(), "backward");
+  EXPECT_EQ(p["nvtxRanges"][0]["domain"].string(), "my lib");
+  EXPECT_EQ(p["nvtxRanges"][0]["count"].int64().value(), 2);
+  EXPECT_EQ(p["nvtxRanges"][1]["name"].string(), "forward");
+  EXPECT_EQ(p["nvtxRanges"][1]["domain"].string(), "");
+  const std::string& text = run["results"][1]["message"]["text"].string();
+  EXPECT_NE(text.find(" In NVTX range \"backward\" (domain \"my lib\") for 2 of 3 calls, \"forward\" for 1."),
+            std::string::npos)
+      << text;
+}
+
 TEST(Sarif, OutputIsDeterministic) {
   Fixture a;
   Fixture b;
@@ -470,6 +489,8 @@ TEST(SarifFiles, FabricatedRunWithEveryOptionalPart) {
   fx.data.rows.push_back(nowhere);
   fx.data.suppressed = {Fixture::free_row()};
   fx.data.suppressions = {{"free-waits-for-device", "cudaFree", "asynccheck.supp:2", 1, 3}};
+  fx.data.rows[0].nvtx = {{"copy \"x\"", "my lib", 1}};
+  fx.data.rows[1].nvtx = {{"forward", "", 2}, {"copy \"x\"", "my lib", 1}};
   const std::string text = fx.sarif();
   EXPECT_EQ(parse(text)["runs"][0]["results"].size(), 5u);
   write_text(std::string(ASYNCCHECK_BINARY_DIR) + "/fabricated.sarif", text);

@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "analysis/recording.h"
 #include "tests/support/expect.h"
 
@@ -70,6 +72,42 @@ std::set<std::string> pending_recordings() {
   return ids;
 }
 
+// nvtx= on expect lines (docs/expected-findings.md): the site's findings must all be in that innermost range.
+TEST(SampleExpectations, NvtxRangesAreChecked) {
+  const fs::path file = fs::temp_directory_path() / ("asynccheck_expect_nvtx_" + std::to_string(::getpid()) + ".txt");
+  std::ofstream(file) << "run r prog\n"
+                         "expect copy-sync-d2h cudaMemcpy a.cu:1 nvtx=forward\n"
+                         "expect copy-sync-d2h cudaMemcpy a.cu:2 nvtx=forward nvtx-domain=lib\n"
+                         "expect copy-sync-d2h cudaMemcpy a.cu:3 nvtx=-\n"
+                         "expect copy-sync-d2h cudaMemcpy a.cu:4 nvtx=forward\n"
+                         "expect copy-sync-d2h cudaMemcpy a.cu:5\n";
+  std::vector<expect::Block> blocks;
+  std::string error;
+  ASSERT_TRUE(expect::parse(file, blocks, error)) << error;
+  auto row = [](int line, std::vector<report::RangeCount> nvtx) {
+    report::SiteRow r;
+    r.rule = rules::RuleId::CopySyncD2H;
+    r.api = "cudaMemcpy";
+    r.site.frame.file = "/src/a.cu";
+    r.site.frame.line = line;
+    r.count = 2;
+    r.nvtx = std::move(nvtx);
+    return r;
+  };
+  const report::RangeCount forward{"forward", "", 2}, lib{"forward", "lib", 2}, once{"forward", "", 1};
+  const std::vector<report::SiteRow> rows = {row(1, {forward}), row(2, {lib}), row(3, {}), row(4, {once}), row(5, {lib})};
+  EXPECT_EQ(expect::check(blocks[0], rows),
+            (std::vector<std::string>{"run r: copy-sync-d2h for cudaMemcpy at a.cu:4 must be in NVTX range \"forward\", "
+                                      "got in NVTX range \"forward\" for 1 of 2 calls"}));
+  std::ofstream(file) << "run r prog\nexpect copy-sync-d2h cudaMemcpy a.cu:1 nvtx-domain=lib\n";
+  EXPECT_FALSE(expect::parse(file, blocks, error));
+  EXPECT_EQ(error, file.string() + ":2: nvtx-domain= needs nvtx=NAME");
+  std::ofstream(file) << "run r prog\nexpect copy-sync-d2h cudaMemcpy a.cu:1 nvtx=a nvtx=b\n";
+  EXPECT_FALSE(expect::parse(file, blocks, error));
+  EXPECT_EQ(error, file.string() + ":2: 'nvtx=a' is not nvtx=NAME, nvtx=- or nvtx-domain=DOMAIN (each at most once)");
+  fs::remove(file);
+}
+
 TEST(SampleExpectations, EveryNamedLineHoldsTheNamedCall) {
   const auto cases = all_cases();
   ASSERT_FALSE(cases.empty());
@@ -92,10 +130,10 @@ TEST(SampleExpectations, RecordedRunsMeetTheirExpectations) {
   const fs::path dir = recordings_dir();
   const char* env = std::getenv("ASYNCCHECK_RECORDINGS");
   const bool live = env != nullptr && *env != '\0';  // fresh recordings of every run (the GPU test): none pending
-  const std::set<std::string> pending = live ? std::set<std::string>{} : pending_recordings();
+  std::set<std::string> pending = live ? std::set<std::string>{} : pending_recordings();
   for (const Case& c : all_cases()) {
     const fs::path rec = dir / (c.id() + ".rec");
-    if (pending.count(c.id())) {
+    if (pending.erase(c.id()) > 0) {
       EXPECT_FALSE(fs::exists(rec)) << rec << " is committed: remove " << c.id() << " from tests/fixtures/recordings/PENDING";
       std::cout << "PENDING: " << c.id() << " has no committed GPU recording yet (tests/fixtures/recordings/PENDING); "
                 << "its expectations are checked by the GPU test (ctest -L gpu) and by the analysis unit tests\n";
@@ -133,6 +171,7 @@ TEST(SampleExpectations, RecordedRunsMeetTheirExpectations) {
       }
     }
   }
+  for (const std::string& id : pending) ADD_FAILURE() << "tests/fixtures/recordings/PENDING names " << id << ", which no expect.txt runs";
 }
 
 }  // namespace

@@ -16,6 +16,10 @@ struct Line {
   std::string file;
   int line = 0;
   int source_line = 0;  // line in the expect file, for messages
+  // expect only, optional: the NVTX range the site's findings must name (its innermost range), "-" for none; empty
+  // when the line does not say. nvtx_domain: the range's domain ("" = NVTX's default domain).
+  std::string nvtx;
+  std::string nvtx_domain;
 };
 
 struct Block {

@@ -2,6 +2,7 @@
 
 #include <cupti.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <signal.h>
 
 #include <condition_variable>
@@ -15,6 +16,7 @@ namespace {
 
 struct Completed {
   uint8_t* buffer;
+  size_t size;
   size_t valid;
 };
 
@@ -23,7 +25,6 @@ struct State {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Completed> ready;   // handed off by bufferCompleted, not yet decoded
-  std::vector<uint8_t*> pool;    // decoded buffers for reuse
   std::vector<GpuOp> ops;        // decoded
   std::string device;
   uint64_t dropped = 0;
@@ -39,28 +40,25 @@ State& state() {
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   State& s = state();
-  uint8_t* b = nullptr;
-  {
-    std::lock_guard lock(s.mu);
-    if (!s.pool.empty()) {
-      b = s.pool.back();
-      s.pool.pop_back();
-    }
-  }
-  if (b == nullptr) b = static_cast<uint8_t*>(std::aligned_alloc(8, s.buffer_bytes));
+  // A fresh mapping for every buffer, unmapped once decoded: a reused buffer would keep every page it ever
+  // filled resident (CUPTI fills some buffers only partly: each round's forced flush hands the current one back),
+  // so a pool grows towards its count x buffer_bytes of resident memory over a long run. The page faults of a
+  // fresh mapping are what the CUPTI floor pays too (bench/cupti_floor.cpp frees its buffers).
+  void* p = mmap(nullptr, s.buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  uint8_t* b = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
   *buffer = b;
-  *size = b ? s.buffer_bytes : 0;
+  *size = b ? s.buffer_bytes : 0;  // 0: CUPTI drops the records, and counts them (dropped_records)
   *max_records = 0;
 }
 
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t size, size_t valid) {
   State& s = state();
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) != CUPTI_SUCCESS) dropped = 0;
   {
     std::lock_guard lock(s.mu);
     s.dropped += dropped;
-    s.ready.push_back({buffer, valid});
+    s.ready.push_back({buffer, size, valid});
   }
   s.cv.notify_all();  // the worker and a flush may both be waiting
 }
@@ -77,10 +75,10 @@ void worker() {
     std::vector<GpuOp> ops;
     std::string device;
     decode_buffer(c.buffer, c.valid, ops, &device);
+    if (c.buffer != nullptr) munmap(c.buffer, c.size);
     lock.lock();
     s.ops.insert(s.ops.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
     if (!device.empty() && s.device.empty()) s.device = device;
-    s.pool.push_back(c.buffer);
     --s.in_flight;
     s.cv.notify_all();
   }

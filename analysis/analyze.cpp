@@ -1,6 +1,9 @@
 #include "analysis/analyze.h"
 
+#include "analysis/correlation.h"
+
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -52,8 +55,7 @@ bool is_own(const GpuOp& op, const ApiCall& c) {
 }
 
 struct Index {
-  std::unordered_map<uint64_t, size_t> call_by_corr;
-  std::unordered_map<uint64_t, std::vector<size_t>> ops_by_corr;  // work ops (not sync records)
+  std::optional<CorrelationIndex> corr;  // ops_of: work ops only (not sync records)
   std::unordered_map<uint32_t, std::vector<size_t>> ops_by_stream;  // sorted by start
   std::vector<size_t> ops_by_end;                                   // work ops sorted by end
   std::vector<uint64_t> enqueue_ns;                                 // per op: when its call returned (0 unknown)
@@ -94,10 +96,7 @@ class Analyzer {
 
  private:
   void build_index() {
-    for (size_t i = 0; i < log_.calls.size(); ++i) {
-      idx_.call_by_corr.emplace(log_.calls[i].correlation_id, i);
-      if (log_.calls[i].driver_correlation_id != 0) idx_.call_by_corr.emplace(log_.calls[i].driver_correlation_id, i);
-    }
+    idx_.corr.emplace(log_.calls, log_.ops, /*work_only=*/true);
     idx_.enqueue_ns.assign(log_.ops.size(), 0);
     idx_.op_stream_kind.assign(log_.ops.size(), StreamKind::Unknown);
     for (size_t i = 0; i < log_.ops.size(); ++i) {
@@ -105,10 +104,9 @@ class Analyzer {
       if (op.kind == GpuOpKind::Sync) continue;
       idx_.ops_by_stream[op.stream_id].push_back(i);
       idx_.ops_by_end.push_back(i);
-      auto c = idx_.call_by_corr.find(op.correlation_id);
-      if (c == idx_.call_by_corr.end()) continue;  // work of a call we do not watch
-      idx_.ops_by_corr[log_.calls[c->second].correlation_id].push_back(i);
-      idx_.enqueue_ns[i] = log_.calls[c->second].end_ns;
+      const int64_t c = idx_.corr->producer(i);
+      if (c < 0) continue;  // work of a call we do not watch
+      idx_.enqueue_ns[i] = log_.calls[static_cast<size_t>(c)].end_ns;
     }
     for (auto& [stream, ops] : idx_.ops_by_stream) {
       // Stable: ties keep index order, so a compacted log (a subsequence of the ops) breaks them the same way.
@@ -172,9 +170,7 @@ class Analyzer {
   // The activity record of a copy carries the driver's own view of each side's memory kind; it wins over our
   // registry (which cannot see memory pinned before we attached or by an API we do not watch).
   void confirm_memory_kinds(const ApiCall& c, rules::CallDescription& d) {
-    auto it = idx_.ops_by_corr.find(c.correlation_id);
-    if (it == idx_.ops_by_corr.end()) return;
-    for (size_t oi : it->second) {
+    for (size_t oi : idx_.corr->ops_of(static_cast<size_t>(&c - log_.calls.data()))) {
       const GpuOp& op = log_.ops[oi];
       if (op.kind != GpuOpKind::Memcpy) continue;
       MemoryKind src = memory_kind_from_activity(op.src_kind), dst = memory_kind_from_activity(op.dst_kind);
@@ -199,8 +195,8 @@ class Analyzer {
     std::vector<size_t> blocking_ops;
     for (size_t i = 0; i < log_.ops.size(); ++i) {
       if (log_.ops[i].kind == GpuOpKind::Sync || idx_.enqueue_ns[i] == 0) continue;
-      auto c = idx_.call_by_corr.find(log_.ops[i].correlation_id);
-      if (blocking_kind(out_.described[c->second].stream) && takes_stream(out_.described[c->second].api)) {
+      const auto c = static_cast<size_t>(idx_.corr->producer(i));  // enqueue_ns != 0: it has one
+      if (blocking_kind(out_.described[c].stream) && takes_stream(out_.described[c].api)) {
         blocking_ops.push_back(i);
       }
     }
@@ -226,14 +222,14 @@ class Analyzer {
   }
 
   uint32_t own_stream_id(size_t call) const {
-    auto it = idx_.ops_by_corr.find(log_.calls[call].correlation_id);
-    return it == idx_.ops_by_corr.end() ? UINT32_MAX : log_.ops[it->second.front()].stream_id;
+    const auto own = idx_.corr->ops_of(call);
+    return own.empty() ? UINT32_MAX : log_.ops[own.front()].stream_id;
   }
 
   void index_op_streams() {
     for (size_t i = 0; i < log_.ops.size(); ++i) {
-      auto c = idx_.call_by_corr.find(log_.ops[i].correlation_id);
-      if (c != idx_.call_by_corr.end()) idx_.op_stream_kind[i] = out_.described[c->second].stream;
+      const int64_t c = idx_.corr->producer(i);
+      if (c >= 0) idx_.op_stream_kind[i] = out_.described[static_cast<size_t>(c)].stream;
     }
   }
 
@@ -313,10 +309,11 @@ class Analyzer {
   // For calls without GPU work of their own (stream synchronize), match the op's stream through any other call
   // that enqueued work with the same stream handle.
   bool same_stream_by_handle(const ApiCall& c, const GpuOp& op) const {
-    auto it = idx_.call_by_corr.find(op.correlation_id);
-    if (it == idx_.call_by_corr.end()) return false;
-    const ApiCall& producer = log_.calls[it->second];
-    return producer.stream == c.stream && out_.described[it->second].stream == out_.described[&c - log_.calls.data()].stream;
+    const int64_t p = idx_.corr->call_of(op.correlation_id);
+    if (p < 0) return false;
+    const ApiCall& producer = log_.calls[static_cast<size_t>(p)];
+    return producer.stream == c.stream &&
+           out_.described[static_cast<size_t>(p)].stream == out_.described[&c - log_.calls.data()].stream;
   }
 
   void judge_host(size_t ci) {
@@ -370,12 +367,12 @@ class Analyzer {
   void judge_legacy_stream(size_t ci) {
     const rules::Prediction& p = out_.predicted[ci];
     if (p.gpu != rules::GpuEffect::SerializesWithBlockingStreams) return;
-    auto own = idx_.ops_by_corr.find(log_.calls[ci].correlation_id);
-    if (own == idx_.ops_by_corr.end()) {
+    const auto own = idx_.corr->ops_of(ci);
+    if (own.empty()) {
       ++out_.not_observed[rules::RuleId::LegacyStreamSerialization];
       return;
     }
-    const size_t li = own->second.front();
+    const size_t li = own.front();
     const GpuOp& legacy = log_.ops[li];
     Finding f;
     f.call = ci;

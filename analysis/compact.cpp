@@ -1,5 +1,7 @@
 #include "analysis/compact.h"
 
+#include "analysis/correlation.h"
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -81,20 +83,8 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   const Analysis a = analyze(log, ao);
   const size_t n = log.calls.size(), m = log.ops.size();
 
-  // Who enqueued each op: the analyzer's rule (a call's own id first, then its nested driver call's).
-  std::unordered_map<uint64_t, size_t> call_by_corr;
-  for (size_t i = 0; i < n; ++i) {
-    call_by_corr.emplace(log.calls[i].correlation_id, i);
-    if (log.calls[i].driver_correlation_id != 0) call_by_corr.emplace(log.calls[i].driver_correlation_id, i);
-  }
-  std::vector<int64_t> producer(m, kNone);
-  std::vector<std::vector<size_t>> own_ops(n);
-  for (size_t oi = 0; oi < m; ++oi) {
-    auto it = call_by_corr.find(log.ops[oi].correlation_id);
-    if (it == call_by_corr.end()) continue;
-    producer[oi] = static_cast<int64_t>(it->second);
-    own_ops[it->second].push_back(oi);
-  }
+  // Who enqueued each op, as the analyzer reads it; every op of a call, synchronization records included.
+  const CorrelationIndex corr(log.calls, log.ops, /*work_only=*/false);
 
   // Judged calls: unsettled ones, and the first samples_per_site findings of each key.
   std::vector<char> judged(n, 0), keep_call(n, 0);
@@ -105,7 +95,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     const bool empty_copy = (c.call.api == ApiKind::Copy || c.call.api == ApiKind::Memset) && c.call.bytes == 0;
     // A captured command enqueued nothing: its work comes with the graph launch's records.
     const bool waiting_for_work = enqueues_work(c.call.api) && c.result == 0 && !empty_copy && !a.described[i].captured &&
-                                  own_ops[i].empty();
+                                  corr.ops_of(i).empty();
     const bool settled = c.end_ns < cut && !waiting_for_work;
     if (!settled && !c.context_only) judged[i] = 1;
   }
@@ -203,7 +193,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     if (!judged[i]) continue;
     const ApiCall& c = log.calls[i];
     judged_starts.push_back(c.start_ns);
-    for (size_t oi : own_ops[i]) keep_with_previous(oi);
+    for (size_t oi : corr.ops_of(i)) keep_with_previous(oi);
     // attribute(): ops ending while it held the host or within the release window after; behind_op is the
     // previous op of one of those, in its stream.
     const uint64_t hi = c.end_ns + ao.release_window_ns;
@@ -213,7 +203,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     // judge_legacy_stream(): around its first own work op.
     if (a.predicted[i].gpu != rules::GpuEffect::SerializesWithBlockingStreams) continue;
     int64_t li = kNone;
-    for (size_t oi : own_ops[i]) {
+    for (size_t oi : corr.ops_of(i)) {
       if (log.ops[oi].kind != GpuOpKind::Sync) {
         li = static_cast<int64_t>(oi);
         break;
@@ -230,8 +220,8 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   // blocking_streams_pending: ops in flight (enqueued, not finished) when a judged call started.
   std::sort(judged_starts.begin(), judged_starts.end());
   for (size_t oi = 0; oi < m; ++oi) {
-    if (producer[oi] < 0 || keep_op[oi]) continue;
-    const uint64_t enqueued = log.calls[static_cast<size_t>(producer[oi])].end_ns;
+    if (corr.producer(oi) < 0 || keep_op[oi]) continue;
+    const uint64_t enqueued = log.calls[static_cast<size_t>(corr.producer(oi))].end_ns;
     auto s = std::lower_bound(judged_starts.begin(), judged_starts.end(), enqueued);
     if (s != judged_starts.end() && *s < log.ops[oi].end_ns) keep_op[oi] = 1;
   }
@@ -243,7 +233,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   }
   // An op that stays keeps the call that enqueued it: its enqueue time and stream kind are read.
   for (size_t oi = 0; oi < m; ++oi) {
-    if (keep_op[oi] && producer[oi] >= 0) keep_call[static_cast<size_t>(producer[oi])] = 1;
+    if (keep_op[oi] && corr.producer(oi) >= 0) keep_call[static_cast<size_t>(corr.producer(oi))] = 1;
   }
   for (size_t i = 0; i < n; ++i) keep_call[i] = keep_call[i] || judged[i];
 

@@ -1,0 +1,41 @@
+// Which watched call enqueued each GPU operation. CUPTI gives a call and the activity records of the work it
+// enqueued the same correlation id; a runtime call's records may carry its nested driver call's id instead
+// (ApiCall::driver_correlation_id). Sorted arrays rather than hash maps: the analysis and the compaction build
+// this for every chunk of a long run (interpose/capture.cpp), where a node per call was most of their allocations.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "analysis/events.h"
+
+namespace asynccheck {
+
+class CorrelationIndex {
+ public:
+  // `work_only`: leave synchronization records out of ops_of() (they mark waits, not enqueued work); producer()
+  // answers for every op either way.
+  CorrelationIndex(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops, bool work_only);
+
+  static constexpr int64_t kNone = -1;
+  // The call with this correlation id (its own or its nested driver call's), or kNone. When two calls claim one
+  // id, the first in the log's order.
+  int64_t call_of(uint64_t correlation_id) const;
+  // The call that enqueued op `op`, or kNone (work of a call we do not watch).
+  int64_t producer(size_t op) const { return producer_[op]; }
+  // The ops call `call` enqueued, in the log's order.
+  std::span<const uint32_t> ops_of(size_t call) const {
+    return {op_list_.data() + first_op_[call], op_list_.data() + first_op_[call + 1]};
+  }
+
+ private:
+  std::vector<std::pair<uint64_t, uint32_t>> by_id_;  // (correlation id, call), sorted by id then call
+  std::vector<int64_t> producer_;                      // per op
+  std::vector<uint32_t> first_op_;                     // per call, into op_list_; one more at the end
+  std::vector<uint32_t> op_list_;                      // op indices grouped by call
+};
+
+}  // namespace asynccheck

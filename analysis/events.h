@@ -113,6 +113,10 @@ struct RunInfo {
   std::string cuda_runtime;  // runtime version the program uses, if known
   std::string monitoring = "on";  // "on", or "off: <reason>" when we failed open
   uint64_t dropped_records = 0;   // activity records CUPTI dropped
+  // Calls counted but not analyzed: the analysis fell behind the program and its backlog reached the
+  // compact_backlog option, so ordinary calls (no stack captured: fast, no rule predicts they block) were shed
+  // (analysis/compactor.h). They cannot be findings themselves; other calls' evidence may lack them.
+  uint64_t unanalyzed_calls = 0;
   uint64_t threshold_ns = 0;      // the held-host threshold in effect
   rules::Environment env;
   bool complete = true;           // false when the run ended before we could flush everything

@@ -201,6 +201,7 @@ void write_run(std::ostream& o, const RunInfo& r) {
   // Optional, so that the recording of an ordinary run stays readable by versions that predate the key.
   if (r.end != "exit") o << " end=" << percent_encode(r.end);
   if (r.rank >= 0) o << " rank=" << r.rank << " rank_from=" << percent_encode(r.rank_variable);
+  if (r.unanalyzed_calls != 0) o << " unanalyzed=" << r.unanalyzed_calls;
   o << '\n';
   for (const std::string& a : r.args) o << "arg " << percent_encode(a) << '\n';
 }
@@ -223,6 +224,7 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
     else if (key == "runtime") r.cuda_runtime = f.text(key);
     else if (key == "monitoring") r.monitoring = f.text(key);
     else if (key == "dropped") r.dropped_records = f.num<uint64_t>(key);
+    else if (key == "unanalyzed") r.unanalyzed_calls = f.num<uint64_t>(key);
     else if (key == "threshold_ns") r.threshold_ns = f.num<uint64_t>(key);
     else if (key == "module_loading") r.env.module_loading = f.name<rules::ModuleLoading>(key);
     else if (key == "launch_blocking") r.env.launch_blocking = f.flag(key);

@@ -8,11 +8,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#include "analysis/compact.h"
+#include "analysis/compactor.h"
 
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
@@ -57,34 +58,35 @@ struct Global {
   std::vector<ThreadLog*> threads;
   std::vector<Mark> marks;
   HostRanges ranges;
-  // Compaction (bounded memory, analysis/compact.h): a thread of ours moves what the application threads captured
-  // into `central` every kCompactInterval and compacts it. Off when every event must be kept (save, trace).
+  // Compaction (bounded memory, analysis/compactor.h): a thread of ours moves what the application threads
+  // captured into the compactor each round, which compacts it a chunk at a time, so that each compaction (and the
+  // wait of finish() for one) stays short however much piled up. Off when every event must be kept (trace).
   bool compact = false;
   rules::Environment env;
-  std::mutex central_mu;  // the compaction thread vs finish()
-  EventLog central;       // compacted so far: everything that started before backlog_calls' first call
-  // Taken from the threads but not yet compacted, sorted by start: a round moves it into `central` a chunk at a
-  // time, so that each compaction (and the wait of finish() for one) stays short however much piled up.
-  std::vector<ApiCall> backlog_calls;
-  std::vector<GpuOp> backlog_ops;
-  Stats stats;            // guarded by central_mu
+  size_t round_calls = 16 * 1024;  // compact_round: a round starts when the threads hold this many calls
+  size_t max_backlog = 0;          // compact_backlog (0 = no limit)
+  std::mutex central_mu;  // the compaction thread vs finish(); guards `compactor`
+  std::unique_ptr<Compactor> compactor;  // made by start() when compaction is on
   std::mutex stop_mu;
   std::condition_variable stop_cv;
   bool stop = false;     // guarded by stop_mu
   bool stopped = false;  // the compaction thread has left its loop; guarded by stop_mu
 };
 
-// A round starts when the threads hold kRoundCalls calls, or kRoundInterval after the last one, whichever comes
-// first (checked every kPoll). Each compaction moves at most kChunkCalls calls into `central`: its temporary
-// memory is a few hundred bytes per call of the chunk and of what the margin keeps (analysis/compact.h), so
-// these bound the memory of a round (~10-20 MiB) and its duration (tens of ms), hence how long finish() waits.
+// A round starts when the threads hold Global::round_calls calls (compact_round, 16k by default), or kRoundInterval after the last one, whichever comes
+// first (checked every kPoll). Each compaction moves at most kChunkCalls calls into the compacted log. These bound
+// what waits in buffers (the threads' logs, the backlog: ~150 bytes a call) and a chunk's temporaries (a few
+// hundred bytes per call of the chunk and of what the margin keeps), hence the memory added, and a chunk's
+// duration (tens of ms), hence how long finish() waits. Halving them from 32k halved the peak of those buffers for
+// about the same compaction time (bench/compactor_replay; docs/performance.md).
 constexpr auto kPoll = std::chrono::milliseconds(10);
 constexpr auto kRoundInterval = std::chrono::milliseconds(100);
-constexpr size_t kRoundCalls = 32 * 1024;
-constexpr size_t kChunkCalls = 32 * 1024;
-// Shorter than compact.h's default (50 ms): at a launch-bound loop's ~0.5M calls a second, what the margin keeps
-// is analyzed again in every chunk. Records of finished work reach us at the flush that starts each round.
-constexpr uint64_t kMarginNs = 20'000'000;
+constexpr size_t kChunkCalls = 16 * 1024;
+// Shorter than compact.h's default (50 ms): at a launch-bound loop's ~0.4M calls a second, what the margin keeps
+// is analyzed again in every chunk. Records of finished work reach us at the flush that starts each round; the
+// `stats` option counts those that came a round late and how long before the missed flush they ended, which is
+// what this must exceed.
+constexpr uint64_t kMarginNs = 10'000'000;
 
 Global& global() {
   static Global* g = new Global;  // never destroyed: CUPTI may call back while the process exits
@@ -241,17 +243,6 @@ void on_mark(MarkKind kind) {
   g.marks.push_back(m);
 }
 
-template <typename T, typename Less>
-void merge_into(std::vector<T>& into, std::vector<T>&& more, Less less) {
-  const size_t mid = into.size();
-  into.insert(into.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-  std::stable_sort(into.begin() + static_cast<std::ptrdiff_t>(mid), into.end(), less);
-  std::inplace_merge(into.begin(), into.begin() + static_cast<std::ptrdiff_t>(mid), into.end(), less);
-}
-
-bool by_start_call(const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; }
-bool by_start_op(const GpuOp& a, const GpuOp& b) { return a.start_ns < b.start_ns; }
-
 // Moves what every thread captured, and the GPU work decoded so far, into the backlog. Returns the horizon the
 // backlog may be compacted to: now, or the start of the oldest call still in flight on any thread (that call is in
 // no buffer yet, and the calls and GPU work around its start may matter to it).
@@ -289,52 +280,15 @@ uint64_t take_from_threads(Global& g) {
       const uint64_t since = t->open_since.load(std::memory_order_acquire);
       if (since != 0 && since < horizon) horizon = since;
     }
-    calls.insert(calls.end(), taken.begin(), taken.end());
+    if (calls.empty()) {
+      calls = std::move(taken);  // one thread (the common case): no copy
+    } else {
+      calls.insert(calls.end(), taken.begin(), taken.end());
+    }
   }
-  std::stable_sort(calls.begin(), calls.end(), by_start_call);
-  std::stable_sort(ops.begin(), ops.end(), by_start_op);
   std::lock_guard lock(g.central_mu);
-  g.central.marks = std::move(marks);
-  merge_into(g.backlog_calls, std::move(calls), by_start_call);
-  merge_into(g.backlog_ops, std::move(ops), by_start_op);
-  g.stats.peak_backlog = std::max<uint64_t>(g.stats.peak_backlog, g.backlog_calls.size());
+  g.compactor->add(std::move(calls), std::move(ops), std::move(marks), now);
   return horizon;
-}
-
-// Moves the backlog's next chunk into `central` and compacts it. Everything that started before the backlog's
-// next call is then in `central` (calls are taken whole, the GPU work by its start), so that call's start bounds
-// the horizon too.
-void compact_chunk(Global& g, uint64_t taken_horizon) {
-  std::lock_guard lock(g.central_mu);
-  const auto t0 = std::chrono::steady_clock::now();
-  const size_t k = std::min(kChunkCalls, g.backlog_calls.size());
-  const uint64_t next = k < g.backlog_calls.size() ? g.backlog_calls[k].start_ns : UINT64_MAX;
-  std::vector<ApiCall> calls(std::make_move_iterator(g.backlog_calls.begin()),
-                             std::make_move_iterator(g.backlog_calls.begin() + static_cast<std::ptrdiff_t>(k)));
-  g.backlog_calls.erase(g.backlog_calls.begin(), g.backlog_calls.begin() + static_cast<std::ptrdiff_t>(k));
-  auto op_end = std::lower_bound(g.backlog_ops.begin(), g.backlog_ops.end(), next,
-                                 [](const GpuOp& op, uint64_t t) { return op.start_ns < t; });
-  std::vector<GpuOp> ops(std::make_move_iterator(g.backlog_ops.begin()), std::make_move_iterator(op_end));
-  g.backlog_ops.erase(g.backlog_ops.begin(), op_end);
-  EventLog& c = g.central;
-  merge_into(c.calls, std::move(calls), by_start_call);
-  merge_into(c.ops, std::move(ops), by_start_op);
-  c.run.threshold_ns = g.threshold_ns;
-  c.run.env = g.env;
-  CompactOptions options;
-  options.analysis.threshold_ns = g.threshold_ns;
-  options.margin_ns = kMarginNs;
-  // false: nothing to drop yet, or the check refused (the log stays whole and correct, only larger).
-  if (!compact(c, std::min(taken_horizon, next), options)) ++g.stats.refused_or_unchanged;
-  ++g.stats.chunks;
-  g.stats.largest_chunk = std::max<uint64_t>(g.stats.largest_chunk, k);
-  const uint64_t ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
-  g.stats.compact_ns += ns;
-  g.stats.longest_chunk_ns = std::max(g.stats.longest_chunk_ns, ns);
-  g.stats.kept_calls = c.calls.size();
-  g.stats.kept_ops = c.ops.size();
-  g.stats.compacted_calls = c.carried.calls;
 }
 
 size_t pending_calls(Global& g) {
@@ -352,24 +306,18 @@ void compaction_loop() {
     if (g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop; })) break;
     lock.unlock();
     const auto now = std::chrono::steady_clock::now();
-    if (now - last >= kRoundInterval || pending_calls(g) >= kRoundCalls) {
+    if (now - last >= kRoundInterval || pending_calls(g) >= g.round_calls) {
       last = now;
       const uint64_t horizon = take_from_threads(g);
-      {
-        std::lock_guard cl(g.central_mu);
-        ++g.stats.rounds;
-      }
       // Chunk by chunk, looking for stop() in between: finish() waits for one chunk at most.
       while (true) {
         {
           std::lock_guard sl(g.stop_mu);
           if (g.stop) break;
         }
-        {
-          std::lock_guard cl(g.central_mu);
-          if (g.backlog_calls.empty()) break;
-        }
-        compact_chunk(g, horizon);
+        std::lock_guard cl(g.central_mu);
+        if (!g.compactor->has_backlog()) break;
+        g.compactor->compact_chunk(horizon);
       }
       // The chunks' temporaries leave holes in the heap that glibc keeps: give them back.
       malloc_trim(0);
@@ -397,13 +345,15 @@ Stats stats() {
   Global& g = global();
   if (!lock_within(g.central_mu)) return {};
   std::lock_guard lock(g.central_mu, std::adopt_lock);
-  return g.stats;
+  return g.compactor ? g.compactor->stats() : Stats{};
 }
 
-void set_compaction(bool on, const rules::Environment& env) {
+void set_compaction(bool on, const rules::Environment& env, size_t round_calls, size_t max_backlog) {
   Global& g = global();
   g.compact = on;
   g.env = env;
+  g.round_calls = round_calls;
+  g.max_backlog = max_backlog;
 }
 
 bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, void (*on_first_call)(), std::string& error) {
@@ -417,6 +367,13 @@ bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, void (*on_first_
   if (!cupti::enable_activity(activity_buffer_bytes, error)) return false;
   g.active.store(true, std::memory_order_release);
   if (g.compact) {
+    CompactOptions options;
+    options.analysis.threshold_ns = threshold_ns;
+    options.margin_ns = kMarginNs;
+    {
+      std::lock_guard lock(g.central_mu);
+      g.compactor = std::make_unique<Compactor>(options, g.env, kChunkCalls, g.max_backlog);
+    }
     // With every signal blocked: the program's signals must reach its own threads, not ours.
     sigset_t all, old;
     sigfillset(&all);
@@ -440,13 +397,7 @@ EventLog finish() {
   // What the compaction thread gathered so far comes first; if it cannot be stopped in time, its part is left out.
   if (stop_compaction(std::chrono::milliseconds(2000)) && lock_within(g.central_mu)) {
     std::lock_guard lock(g.central_mu, std::adopt_lock);
-    log = std::move(g.central);
-    log.calls.insert(log.calls.end(), g.backlog_calls.begin(), g.backlog_calls.end());
-    log.ops.insert(log.ops.end(), g.backlog_ops.begin(), g.backlog_ops.end());
-    g.backlog_calls.clear();
-    g.backlog_ops.clear();
-    g.stats.kept_calls = log.calls.size();
-    g.stats.kept_ops = log.ops.size();
+    if (g.compactor) log = g.compactor->take();
   } else if (g.compact) {
     complete = false;
   }

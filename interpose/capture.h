@@ -6,24 +6,18 @@
 #include <cstdint>
 #include <string>
 
+#include "analysis/compactor.h"
 #include "analysis/events.h"
 
 namespace asynccheck::capture {
 
 // Before start(): whether to compact the captured events as the run goes (analysis/compact.h; bounded memory),
 // and the environment the analysis describes calls with. Off, every event is kept until finish().
-void set_compaction(bool on, const rules::Environment& env);
+// `round_calls` and `max_backlog`: the compact_round and compact_backlog options (options.def).
+void set_compaction(bool on, const rules::Environment& env, size_t round_calls, size_t max_backlog);
 
-// What compaction did, for the `stats` option (docs/performance.md): rounds and chunks run, how long they took,
-// how far the threads got ahead of them, and what was kept at the end.
-struct Stats {
-  uint64_t rounds = 0, chunks = 0;
-  uint64_t refused_or_unchanged = 0;  // chunks after which the log stayed whole (nothing to drop, or the check refused)
-  uint64_t largest_chunk = 0;         // calls
-  uint64_t peak_backlog = 0;          // calls taken from the threads and waiting for a chunk, at most
-  uint64_t compact_ns = 0, longest_chunk_ns = 0;
-  uint64_t kept_calls = 0, kept_ops = 0, compacted_calls = 0;
-};
+// What compaction did, for the `stats` option (analysis/compactor.h); all zero with compaction off.
+using Stats = CompactorStats;
 Stats stats();
 
 // Subscribes to CUPTI and starts recording. On failure returns false with a one-line reason.

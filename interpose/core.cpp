@@ -174,7 +174,8 @@ std::string stats_line(const EventLog& log) {
     << log.carried.calls << " calls and " << log.carried.ops << " operations compacted away; " << st.rounds
     << " rounds, " << st.chunks << " chunks (largest " << st.largest_chunk << " calls, longest "
     << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, " << static_cast<double>(st.compact_ns) / 1e6 << " ms in all), backlog peak "
-    << st.peak_backlog << " calls; peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
+    << st.peak_backlog << " calls, " << st.shed_calls << " ordinary calls shed at the compact_backlog limit; " << st.late_ops << " activity records a round late (ended up to "
+    << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
   return o.str();
 }
 
@@ -194,6 +195,7 @@ void write_report(EndKind kind, int sig) {
   RunInfo info = *g_run;
   info.gpu = log.run.gpu;
   info.dropped_records = log.run.dropped_records;
+  info.unanalyzed_calls = log.run.unanalyzed_calls;
   info.threshold_ns = g_options->threshold;
   info.end = end_text(kind, sig);
   // Only an exit runs to the end: any other end stops the program where it was. An exit while another thread was
@@ -491,7 +493,8 @@ void start(Origin) {
   // was folded away (recording.h) and analyzes to the same report at the same threshold.
   OutputFiles files;
   output_files(*g_options, files, error);  // validated with the options
-  capture::set_compaction(g_options->compact && files.trace.empty(), g_run->env);
+  capture::set_compaction(g_options->compact && files.trace.empty(), g_run->env, g_options->compact_round,
+                          g_options->compact_backlog);
   if (!capture::start(g_options->threshold, g_options->activity_buffer_kb * 1024,
                       [] { std::atexit(report_at_exit); }, error)) {
     if (error.rfind(cupti::kHeldByUs, 0) == 0) {

@@ -56,6 +56,15 @@ bool validate(const Options& o, std::string& error) {
     error = "option 'activity_buffer_kb': " + std::to_string(o.activity_buffer_kb) + " is out of range (valid: 64 to 262144)";
     return false;
   }
+  if (o.compact_round < 1024 || o.compact_round > 1048576) {
+    error = "option 'compact_round': " + std::to_string(o.compact_round) + " is out of range (valid: 1024 to 1048576)";
+    return false;
+  }
+  if (o.compact_backlog != 0 && (o.compact_backlog < 2 * o.compact_round || o.compact_backlog > (uint64_t{1} << 32))) {
+    error = "option 'compact_backlog': " + std::to_string(o.compact_backlog) + " is out of range (valid: 0 for no limit, or " +
+            std::to_string(2 * o.compact_round) + " (2 x compact_round) to 4294967296)";
+    return false;
+  }
   if (o.threshold > 60'000'000'000ull) {
     error = "option 'threshold': " + format_duration_option(o.threshold) + " is out of range (valid: 0 to 60s)";
     return false;

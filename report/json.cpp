@@ -55,8 +55,8 @@ void processes_json(std::ostream& o, const std::vector<ProcessInfo>& processes) 
     rank_json(o, r.rank, r.rank_variable);
     o << ", \"gpu\": " << quote(r.gpu) << ", \"monitoring\": " << quote(r.monitoring)
       << ", \"complete\": " << (r.complete ? "true" : "false") << ", \"end\": " << quote(r.end)
-      << ", \"dropped_records\": " << r.dropped_records << ", \"threshold_ns\": " << r.threshold_ns
-      << ", \"calls_watched\": " << p.calls_watched << ", \"gpu_operations\": " << p.gpu_operations << "}";
+      << ", \"dropped_records\": " << r.dropped_records << ", \"unanalyzed_calls\": " << r.unanalyzed_calls
+      << ", \"threshold_ns\": " << r.threshold_ns << ", \"calls_watched\": " << p.calls_watched << ", \"gpu_operations\": " << p.gpu_operations << "}";
   }
   o << (processes.empty() ? "],\n" : "\n  ],\n");
 }
@@ -88,7 +88,7 @@ void write_json(std::ostream& o, const ReportData& data) {
   o << ", \"gpu\": " << quote(r.gpu) << ", \"driver\": " << quote(r.driver)
     << ", \"monitoring\": " << quote(r.monitoring) << ", \"complete\": " << (r.complete ? "true" : "false")
     << ", \"end\": " << quote(r.end) << ", \"dropped_records\": " << r.dropped_records
-    << ", \"threshold_ns\": " << r.threshold_ns
+    << ", \"unanalyzed_calls\": " << r.unanalyzed_calls << ", \"threshold_ns\": " << r.threshold_ns
     << ", \"module_loading\": " << quote(name_of(r.env.module_loading))
     << ", \"launch_blocking\": " << (r.env.launch_blocking ? "true" : "false") << ", \"calls_watched\": " << t.calls_watched
     << ", \"captured_calls\": " << t.captured_calls << ", \"gpu_operations\": " << t.gpu_operations << "},\n";

@@ -94,6 +94,7 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
     run.complete = run.complete && r.run.complete;
     run.env.launch_blocking = run.env.launch_blocking || r.run.env.launch_blocking;
     run.dropped_records += r.run.dropped_records;
+    run.unanalyzed_calls += r.run.unanalyzed_calls;
     if (r.run.end != "exit" && std::find(ends.begin(), ends.end(), r.run.end) == ends.end()) ends.push_back(r.run.end);
     RunTotals& t = out.totals;
     t.calls_watched += r.totals.calls_watched;

@@ -134,6 +134,7 @@ void read_run(Checker& c, const JsonValue& run, const std::string& path, RunInfo
   r.complete = c.flag(run, path, "complete");
   r.end = c.text(run, path, "end");
   r.dropped_records = c.whole(run, path, "dropped_records");
+  r.unanalyzed_calls = c.whole(run, path, "unanalyzed_calls", UINT64_MAX, /*optional=*/true);  // newer than the format
   r.threshold_ns = c.whole(run, path, "threshold_ns");
   calls = c.whole(run, path, "calls_watched");
   ops = c.whole(run, path, "gpu_operations");
@@ -279,6 +280,7 @@ void read_processes(Checker& c, const JsonValue& arr, ReportFile& out) {
     info.run.complete = c.flag(p, at, "complete");
     info.run.end = c.text(p, at, "end");
     info.run.dropped_records = c.whole(p, at, "dropped_records");
+    info.run.unanalyzed_calls = c.whole(p, at, "unanalyzed_calls", UINT64_MAX, /*optional=*/true);
     info.run.threshold_ns = c.whole(p, at, "threshold_ns");
     info.calls_watched = c.whole(p, at, "calls_watched");
     info.gpu_operations = c.whole(p, at, "gpu_operations");

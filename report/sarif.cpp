@@ -356,6 +356,10 @@ Json notifications(const RunInfo& run) {
     const std::string dropped = std::to_string(run.dropped_records) + " activity records";
     out.push(warning(dropped + " were DROPPED by CUPTI; evidence is incomplete"));
   }
+  if (run.unanalyzed_calls) {
+    out.push(warning(std::to_string(run.unanalyzed_calls) + " ordinary calls were counted but not analyzed (the "
+                     "analysis fell behind the program: compact_backlog); evidence may be incomplete"));
+  }
   return out;
 }
 
@@ -370,6 +374,7 @@ Json invocation(const RunInfo& run, const std::string& file) {
   p.set("gpu", str(run.gpu)).set("driver", str(run.driver)).set("cudaRuntime", str(run.cuda_runtime));
   p.set("monitoring", str(run.monitoring)).set("complete", Json::boolean(run.complete));
   p.set("droppedRecords", Json::number(run.dropped_records)).set("thresholdNs", Json::number(run.threshold_ns));
+  if (run.unanalyzed_calls) p.set("unanalyzedCalls", Json::number(run.unanalyzed_calls));
   Json inv = Json::object();
   inv.set("executionSuccessful", Json::boolean(true)).set("toolExecutionNotifications", notifications(run));
   return inv.set("properties", std::move(p));

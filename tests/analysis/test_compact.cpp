@@ -1,5 +1,6 @@
 // Compaction (analysis/compact.h): the smaller log reports exactly what the whole log does, on every committed
 // recording at many horizons, and its size does not grow with the number of ordinary calls or repeated findings.
+// The same for the capture's running compaction (analysis/compactor.h), fed in rounds.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "analysis/compact.h"
+#include "analysis/compactor.h"
 #include "analysis/recording.h"
 #include "report/report.h"
 
@@ -451,6 +453,146 @@ TEST(Compact, ACaptureStillOpenKeepsLaterCallsCaptured) {
   EXPECT_TRUE(after.described.back().captured);
   EXPECT_EQ(once.calls[1].call.api, ApiKind::CaptureBegin);
   EXPECT_TRUE(once.calls[1].context_only);
+}
+
+// The capture's running compaction (analysis/compactor.h): events delivered in rounds, the way the capture takes
+// them (the calls that returned and the work that ended before each round), compacted in small chunks.
+struct Delivered {
+  std::vector<ApiCall> calls;
+  std::vector<GpuOp> ops;
+  uint64_t time = 0, horizon = 0;  // horizon: the round's time, or the start of a call still open then
+};
+
+std::vector<Delivered> rounds_of(const EventLog& log, int rounds) {
+  const auto [lo, hi] = span_of(log);
+  std::vector<Delivered> out(static_cast<size_t>(rounds));
+  for (int k = 0; k < rounds; ++k) {
+    Delivered& d = out[static_cast<size_t>(k)];
+    d.time = k + 1 == rounds ? hi + 1 : lo + (hi - lo) / static_cast<uint64_t>(rounds) * static_cast<uint64_t>(k + 1);
+    d.horizon = d.time;
+    const uint64_t prev = k == 0 ? 0 : out[static_cast<size_t>(k - 1)].time;
+    for (const ApiCall& c : log.calls) {
+      if (c.end_ns >= prev && c.end_ns < d.time) d.calls.push_back(c);
+      if (c.start_ns < d.time && c.end_ns >= d.time) d.horizon = std::min(d.horizon, c.start_ns);
+    }
+    for (const GpuOp& o : log.ops) {
+      if (o.end_ns >= prev && o.end_ns < d.time) d.ops.push_back(o);
+    }
+    std::reverse(d.calls.begin(), d.calls.end());  // any order: the compactor sorts
+  }
+  return out;
+}
+
+EventLog run_compactor(const EventLog& log, const std::vector<Delivered>& rounds, uint64_t margin, size_t chunk,
+                       CompactorStats* stats = nullptr) {
+  EventLog base = log;  // what the capture adds at the end: names, stacks, modules, the run
+  base.calls.clear();
+  base.ops.clear();
+  Compactor compactor(compact_options(log, margin), log.run.env, chunk);
+  for (const Delivered& d : rounds) {
+    compactor.add(d.calls, d.ops, log.marks, d.time);
+    while (compactor.has_backlog()) compactor.compact_chunk(d.horizon);
+  }
+  EventLog out = compactor.take();
+  out.run = log.run;
+  out.api_names = log.api_names;
+  out.stacks = log.stacks;
+  out.symbols = log.symbols;
+  out.modules = log.modules;
+  out.nvtx_ranges = log.nvtx_ranges;
+  if (stats) *stats = compactor.stats();
+  return out;
+}
+
+TEST(Compactor, EveryRecordingDeliveredInRoundsReportsTheSame) {
+  size_t recordings = 0, dropped = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(ASYNCCHECK_SOURCE_DIR) / "tests/fixtures/recordings")) {
+    if (entry.path().extension() != ".rec") continue;
+    std::ifstream in(entry.path());
+    EventLog original;
+    std::string error;
+    ASSERT_TRUE(read_recording(in, original, error)) << entry.path() << ": " << error;
+    if (compacted(original)) continue;  // compacted already: only its own threshold, nothing to deliver again
+    ++recordings;
+    const std::string expected = json_of(original);
+    for (int rounds : {1, 4, 13}) {
+      for (size_t chunk : {size_t{1}, size_t{5}, size_t{1000}}) {
+        const EventLog out = run_compactor(original, rounds_of(original, rounds), 200 * kUs, chunk);
+        EXPECT_EQ(json_of(out), expected) << entry.path() << ": " << rounds << " rounds, chunks of " << chunk;
+        dropped += out.carried.calls;
+      }
+    }
+  }
+  EXPECT_GT(recordings, 5u);
+  EXPECT_GT(dropped, 0u);  // it did compact, not merely agree by keeping everything
+}
+
+TEST(Compactor, LongRunsKeepWhatShortOnesKeep) {
+  size_t kept[2] = {};
+  size_t n = 0;
+  for (size_t launches : {10'000u, 100'000u}) {
+    Builder b = ordinary_run(launches);
+    const std::string expected = json_of(b.log);
+    CompactorStats st;
+    const EventLog out = run_compactor(b.log, rounds_of(b.log, static_cast<int>(launches / 1000)), 2 * kMs, 512, &st);
+    EXPECT_EQ(json_of(out), expected);
+    EXPECT_EQ(st.late_ops, 0u);
+    EXPECT_LE(st.peak_backlog, 2000u);  // one round's calls, however long the run
+    kept[n++] = out.calls.size() + out.ops.size();
+  }
+  EXPECT_EQ(kept[0], kept[1]);
+}
+
+TEST(Compactor, CountsActivityRecordsThatCameARoundLate) {
+  Builder b = ordinary_run(1000);
+  std::vector<Delivered> rounds = rounds_of(b.log, 10);
+  // The first op of round 5 comes only with round 7: it ended before round 6's time.
+  ASSERT_FALSE(rounds[5].ops.empty());
+  const GpuOp late = rounds[5].ops.front();
+  rounds[5].ops.erase(rounds[5].ops.begin());
+  rounds[7].ops.push_back(late);
+  CompactorStats st;
+  run_compactor(b.log, rounds, 2 * kMs, 512, &st);
+  EXPECT_EQ(st.late_ops, 1u);
+  EXPECT_EQ(st.latest_late_ns, rounds[6].time - late.end_ns);
+  EXPECT_EQ(st.rounds, 10u);
+}
+
+TEST(Compactor, PastTheBacklogLimitOrdinaryCallsAreCountedNotAnalyzed) {
+  Builder b = ordinary_run(20'000);
+  b.launch(b.log.calls.back().end_ns + 10 * kUs, 0x7000, /*function=*/2);  // first launch of another kernel, late
+  b.log.calls.back().stack = 0;
+  const Analysis whole = analyze(b.log, options_for(b.log));
+  // Everything in one round, as when the analysis falls far behind: the backlog holds all 20k calls.
+  std::vector<Delivered> rounds = rounds_of(b.log, 1);
+  Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
+  compactor.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time);
+  while (compactor.has_backlog()) compactor.compact_chunk(rounds[0].horizon);
+  EventLog out = compactor.take();
+  out.api_names = b.log.api_names;
+  out.stacks = b.log.stacks;
+  const Analysis a = analyze(out, options_for(out));
+  const uint64_t shed = compactor.stats().shed_calls;
+  EXPECT_GT(shed, 15'000u);  // down to half the limit
+  EXPECT_EQ(out.run.unanalyzed_calls, shed);
+  EXPECT_EQ(a.calls_watched, whole.calls_watched);  // counted all the same
+  // The findings (the blocking copies, which had stacks) and the first launches all survive.
+  auto count = [](const Analysis& x, RuleId rule) {
+    return std::count_if(x.findings.begin(), x.findings.end(), [&](const Finding& f) { return f.rule == rule; });
+  };
+  EXPECT_EQ(count(a, RuleId::CopySyncD2H), count(whole, RuleId::CopySyncD2H));
+  EXPECT_GT(count(whole, RuleId::CopySyncD2H), 0);
+  EXPECT_EQ(a.findings.size(), whole.findings.size());
+  size_t first_launches = 0;
+  for (size_t i = 0; i < out.calls.size(); ++i) first_launches += a.described[i].first_launch;
+  EXPECT_EQ(first_launches, 2u);
+  // Saved and read back, the count stays.
+  std::stringstream saved;
+  write_recording(saved, out);
+  EventLog reread;
+  std::string error;
+  ASSERT_TRUE(read_recording(saved, reread, error)) << error;
+  EXPECT_EQ(reread.run.unanalyzed_calls, shed);
 }
 
 }  // namespace

@@ -1,0 +1,133 @@
+#include "analysis/compactor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iterator>
+#include <utility>
+
+namespace asynccheck {
+namespace {
+
+template <typename T, typename Less>
+void merge_into(std::vector<T>& into, std::vector<T>&& more, Less less) {
+  if (into.empty()) {  // the common case: no copy
+    into = std::move(more);
+    std::stable_sort(into.begin(), into.end(), less);
+    return;
+  }
+  const size_t mid = into.size();
+  into.insert(into.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  std::stable_sort(into.begin() + static_cast<std::ptrdiff_t>(mid), into.end(), less);
+  std::inplace_merge(into.begin(), into.begin() + static_cast<std::ptrdiff_t>(mid), into.end(), less);
+}
+
+// Moves [begin, until) out of `v`: the whole vector when that is all of it (the common case, no copy).
+template <typename T>
+std::vector<T> take_front(std::vector<T>& v, typename std::vector<T>::iterator until) {
+  if (until == v.end()) return std::exchange(v, {});
+  std::vector<T> front(std::make_move_iterator(v.begin()), std::make_move_iterator(until));
+  v.erase(v.begin(), until);
+  return front;
+}
+
+bool by_start_call(const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; }
+bool by_start_op(const GpuOp& a, const GpuOp& b) { return a.start_ns < b.start_ns; }
+
+}  // namespace
+
+Compactor::Compactor(const CompactOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog)
+    : options_(options), env_(env), chunk_calls_(std::max<size_t>(1, chunk_calls)), max_backlog_(max_backlog) {}
+
+void Compactor::remember_launches(const std::vector<ApiCall>& calls, size_t from) {
+  for (size_t i = from; i < calls.size(); ++i) {
+    if (calls[i].call.api == rules::ApiKind::KernelLaunch) launched_.insert(calls[i].function);
+  }
+}
+
+void Compactor::shed() {
+  if (max_backlog_ == 0 || backlog_calls_.size() <= max_backlog_) return;
+  // Down to half the limit, so that a program that stays ahead sheds once per half-limit of calls, not every round.
+  const size_t excess = backlog_calls_.size() - max_backlog_ / 2;
+  size_t out = 0;  // in place: this runs when memory is already at its limit
+  for (size_t i = 0; i < backlog_calls_.size(); ++i) {
+    const ApiCall& c = backlog_calls_[i];
+    bool ordinary = false;
+    if (i < excess && c.stack == 0 && c.result == 0 && !c.context_only) {
+      switch (c.call.api) {
+        case rules::ApiKind::KernelLaunch: ordinary = launched_.count(c.function) != 0; break;
+        case rules::ApiKind::Copy:
+        case rules::ApiKind::Memset:
+        case rules::ApiKind::StreamQuery: ordinary = true; break;
+        default: break;
+      }
+    }
+    if (ordinary) {
+      ++stats_.shed_calls;
+      ++central_.carried.calls;
+      continue;
+    }
+    if (i < excess && c.call.api == rules::ApiKind::KernelLaunch) launched_.insert(c.function);
+    backlog_calls_[out++] = c;
+  }
+  backlog_calls_.resize(out);
+  backlog_calls_.shrink_to_fit();
+}
+
+void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns) {
+  ++stats_.rounds;
+  for (const GpuOp& op : ops) {
+    if (op.start_ns != 0 && op.end_ns < last_delivered_ns_) {  // CUPTI gives 0 for records it could not time
+      ++stats_.late_ops;
+      stats_.latest_late_ns = std::max(stats_.latest_late_ns, last_delivered_ns_ - op.end_ns);
+    }
+  }
+  last_delivered_ns_ = std::max(last_delivered_ns_, delivered_ns);
+  central_.marks = std::move(marks);
+  merge_into(backlog_calls_, std::move(calls), by_start_call);
+  merge_into(backlog_ops_, std::move(ops), by_start_op);
+  stats_.peak_backlog = std::max<uint64_t>(stats_.peak_backlog, backlog_calls_.size());
+  shed();
+}
+
+// Calls are taken whole, the GPU work by its start: everything that started before the backlog's next call is
+// then in the compacted log, so that call's start bounds the horizon too.
+void Compactor::compact_chunk(uint64_t horizon_ns) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t k = std::min(chunk_calls_, backlog_calls_.size());
+  const uint64_t next = k < backlog_calls_.size() ? backlog_calls_[k].start_ns : UINT64_MAX;
+  std::vector<ApiCall> calls = take_front(backlog_calls_, backlog_calls_.begin() + static_cast<std::ptrdiff_t>(k));
+  std::vector<GpuOp> ops = take_front(backlog_ops_, std::lower_bound(backlog_ops_.begin(), backlog_ops_.end(), next,
+                                                                     [](const GpuOp& op, uint64_t t) { return op.start_ns < t; }));
+  remember_launches(calls, 0);
+  merge_into(central_.calls, std::move(calls), by_start_call);
+  merge_into(central_.ops, std::move(ops), by_start_op);
+  central_.run.threshold_ns = options_.analysis.threshold_ns;
+  central_.run.env = env_;
+  // false: nothing to drop yet, or the check refused (the log stays whole and correct, only larger).
+  if (!compact(central_, std::min(horizon_ns, next), options_)) ++stats_.refused_or_unchanged;
+  ++stats_.chunks;
+  stats_.largest_chunk = std::max<uint64_t>(stats_.largest_chunk, k);
+  const auto ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  stats_.compact_ns += ns;
+  stats_.longest_chunk_ns = std::max(stats_.longest_chunk_ns, ns);
+  stats_.kept_calls = central_.calls.size();
+  stats_.kept_ops = central_.ops.size();
+  stats_.compacted_calls = central_.carried.calls;
+}
+
+EventLog Compactor::take() {
+  EventLog log = std::move(central_);
+  central_ = EventLog{};
+  log.calls.insert(log.calls.end(), std::make_move_iterator(backlog_calls_.begin()),
+                   std::make_move_iterator(backlog_calls_.end()));
+  log.ops.insert(log.ops.end(), std::make_move_iterator(backlog_ops_.begin()), std::make_move_iterator(backlog_ops_.end()));
+  backlog_calls_.clear();
+  backlog_ops_.clear();
+  stats_.kept_calls = log.calls.size();
+  stats_.kept_ops = log.ops.size();
+  log.run.unanalyzed_calls = stats_.shed_calls;
+  return log;
+}
+
+}  // namespace asynccheck

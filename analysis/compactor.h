@@ -1,0 +1,78 @@
+// The running compaction (compact.h) of a live capture, without the capture: events arrive in batches (what the
+// threads appended since the last round, the activity records decoded since), wait in a backlog sorted by start,
+// and move into the compacted log a chunk at a time. Pure, no CUDA and no locks (the capture serializes calls):
+// the capture runs it on its own thread, tests and bench/compactor_replay run it on fabricated streams.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_set>
+#include <vector>
+
+#include "analysis/compact.h"
+#include "analysis/events.h"
+
+namespace asynccheck {
+
+// What compaction did, for the `stats` option (docs/performance.md): rounds and chunks run, how long they took,
+// how far the threads got ahead of them, and what was kept at the end.
+struct CompactorStats {
+  uint64_t rounds = 0, chunks = 0;
+  uint64_t refused_or_unchanged = 0;  // chunks after which the log stayed whole (nothing to drop, or the check refused)
+  uint64_t largest_chunk = 0;         // calls
+  uint64_t peak_backlog = 0;          // calls taken from the threads and waiting for a chunk, at most
+  uint64_t compact_ns = 0, longest_chunk_ns = 0;
+  uint64_t kept_calls = 0, kept_ops = 0, compacted_calls = 0;
+  // Activity records that came a round late: the operation ended before the previous batch's delivery time, yet
+  // came in this batch. The margin (CompactOptions::margin_ns) must cover how much earlier they ended.
+  uint64_t late_ops = 0, latest_late_ns = 0;
+  uint64_t shed_calls = 0;  // counted without being analyzed (RunInfo::unanalyzed_calls)
+};
+
+class Compactor {
+ public:
+  // Each compaction moves at most `chunk_calls` calls into the compacted log: its temporary memory is a few
+  // hundred bytes per call of the chunk and of what the margin keeps, so this bounds a chunk's memory and
+  // duration (hence how long the capture's finish() waits for one).
+  // `max_backlog` (0 = none): when more calls than this wait, the oldest ordinary ones are shed (shed()).
+  Compactor(const CompactOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog = 0);
+
+  // A round's batch: calls and ops in any order (sorted here), and every mark so far (they replace the previous).
+  // `delivered_ns`: when the batch was taken (the activity flush before it); an op that ended before the previous
+  // batch's time counts as late (stats).
+  void add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns);
+  bool has_backlog() const { return !backlog_calls_.empty(); }
+  // Moves the backlog's next chunk into the compacted log and compacts it. `horizon_ns`: everything that ended
+  // before it has been added (calls and activity records); the backlog's next call bounds it further.
+  void compact_chunk(uint64_t horizon_ns);
+  // Everything: the compacted log, then the backlog (the capture's finish() adds the rest and sorts);
+  // run.unanalyzed_calls says how many were shed.
+  EventLog take();
+
+  CompactorStats& stats() { return stats_; }
+
+ private:
+  CompactOptions options_;
+  rules::Environment env_;
+  size_t chunk_calls_;
+  EventLog central_;  // compacted so far: everything that started before backlog_calls_' first call
+  std::vector<ApiCall> backlog_calls_;  // added, not yet compacted, sorted by start
+  std::vector<GpuOp> backlog_ops_;
+  // Bounded memory when the program makes calls faster than one thread can analyze them (many threads launching
+  // flat out): the oldest half of the backlog loses its ordinary calls, which are counted (carried.calls and
+  // run.unanalyzed_calls) but not analyzed. Ordinary: no stack captured (the capture saw it return fast and no
+  // rule predicts it blocks or serializes, so it cannot be a finding), it succeeded, and it only enqueued work or
+  // queried a stream: launches of kernels launched before (a first launch is a finding's subject), copies,
+  // memsets, stream queries. Calls that create or change state later calls read (streams, events, allocations,
+  // captures) are never shed. What may change: evidence that would have named a shed call's work by its call, the
+  // pending blocking-stream work a legacy-stream call is judged by, and activity-record disagreements.
+  void shed();
+  void remember_launches(const std::vector<ApiCall>& calls, size_t from);
+
+  size_t max_backlog_;
+  std::unordered_set<uint64_t> launched_;  // kernel functions launched so far, in start order
+  CompactorStats stats_;
+  uint64_t last_delivered_ns_ = 0;
+};
+
+}  // namespace asynccheck

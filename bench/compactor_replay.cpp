@@ -1,0 +1,139 @@
+// The capture's running compaction (analysis/compactor.h) replayed on a recorded stream, without a GPU: how long
+// its rounds take per second of the program's time, how many events it keeps, and the memory it adds, at any
+// number of calls. The recording's steady part (its middle 80%) is repeated, shifted in time and correlation
+// ids, as a program looping on the same work would produce it.
+//
+// usage: compactor_replay RECORDING CALLS [MARGIN_MS] [CHUNK_CALLS]
+//   RECORDING: an uncompacted recording (asynccheck --compact=0 --save=FILE -- ./bench/api_calls 50000 1)
+// Rounds happen as in the capture: when CHUNK_CALLS (default 32k) calls are pending or 100 ms of the recording's time have passed; a
+// round adds the calls that ended and the GPU work that ended before it (what CUPTI's flush delivers), then
+// compacts chunk by chunk to that horizon. Prints one RESULT line.
+#include <malloc.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "analysis/compactor.h"
+#include "analysis/recording.h"
+
+using namespace asynccheck;
+
+namespace {
+
+long rss_kb() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * 4;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: compactor_replay RECORDING CALLS [MARGIN_MS] [CHUNK_CALLS]\n");
+    return 2;
+  }
+  std::ifstream in(argv[1]);
+  EventLog log;
+  std::string error;
+  if (!in || !read_recording(in, log, error)) {
+    std::fprintf(stderr, "compactor_replay: cannot read %s: %s\n", argv[1], error.c_str());
+    return 1;
+  }
+  const uint64_t want = std::strtoull(argv[2], nullptr, 10);
+  CompactOptions options;
+  options.analysis.threshold_ns = log.run.threshold_ns;
+  options.margin_ns = (argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 20) * 1'000'000;
+  const size_t chunk = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 32 * 1024;
+
+  // The steady part: calls [lo, hi), ops that start in their span.
+  const size_t lo = log.calls.size() / 10, hi = log.calls.size() * 9 / 10;
+  if (hi <= lo + 1) {
+    std::fprintf(stderr, "compactor_replay: %s has too few calls\n", argv[1]);
+    return 1;
+  }
+  const uint64_t t_lo = log.calls[lo].start_ns, t_hi = log.calls[hi].start_ns, span = t_hi - t_lo;
+  uint64_t max_corr = 0;
+  for (const ApiCall& c : log.calls) max_corr = std::max({max_corr, c.correlation_id, c.driver_correlation_id});
+  std::vector<GpuOp> period_ops;
+  for (const GpuOp& op : log.ops) {
+    if (op.start_ns >= t_lo && op.start_ns < t_hi) period_ops.push_back(op);
+  }
+
+  // The stream, generated lazily: the head of the recording, then copies of the steady part.
+  std::vector<ApiCall> head(log.calls.begin(), log.calls.begin() + static_cast<std::ptrdiff_t>(lo));
+  std::vector<GpuOp> head_ops;
+  for (const GpuOp& op : log.ops) {
+    if (op.start_ns < t_lo) head_ops.push_back(op);
+  }
+  std::vector<ApiCall> pending_calls;
+  std::vector<GpuOp> pending_ops;  // generated, not yet ended before a round
+  Compactor compactor(options, log.run.env, chunk);
+  compactor.add(std::move(head), {}, log.marks, 0);
+  pending_ops = std::move(head_ops);
+  const long base_kb = rss_kb();
+  long peak_kb = base_kb;
+  uint64_t generated = lo, copy = 0, round_start = 0, ops_generated = 0;
+  size_t since_round = 0;
+  uint64_t last_round_t = log.calls[lo].start_ns;
+  double compact_s = 0;
+  auto round = [&](uint64_t now) {
+    std::vector<ApiCall> calls;
+    std::swap(calls, pending_calls);
+    std::vector<GpuOp> ops;
+    auto ended = std::partition(pending_ops.begin(), pending_ops.end(), [&](const GpuOp& op) { return op.end_ns < now; });
+    ops.assign(pending_ops.begin(), ended);
+    pending_ops.erase(pending_ops.begin(), ended);
+    const auto t0 = std::chrono::steady_clock::now();
+    compactor.add(std::move(calls), std::move(ops), log.marks, now);
+    while (compactor.has_backlog()) compactor.compact_chunk(now);
+    malloc_trim(0);
+    compact_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    peak_kb = std::max(peak_kb, rss_kb());
+    since_round = 0;
+    last_round_t = now;
+  };
+  (void)round_start;
+  while (generated < want) {
+    const uint64_t shift = copy * span;
+    const uint64_t corr_shift = copy * (max_corr + 1);
+    for (const GpuOp& op : period_ops) {
+      GpuOp o = op;
+      o.start_ns += shift;
+      o.end_ns += shift;
+      if (o.correlation_id != 0) o.correlation_id += corr_shift;
+      pending_ops.push_back(o);
+      ++ops_generated;
+    }
+    for (size_t i = lo; i < hi && generated < want; ++i, ++generated) {
+      ApiCall c = log.calls[i];
+      c.start_ns += shift;
+      c.end_ns += shift;
+      c.correlation_id += corr_shift;
+      if (c.driver_correlation_id != 0) c.driver_correlation_id += corr_shift;
+      if (since_round >= chunk || c.start_ns - last_round_t >= 100'000'000) round(c.start_ns);
+      pending_calls.push_back(c);
+      ++since_round;
+    }
+    ++copy;
+  }
+  round(UINT64_MAX / 2);
+  const EventLog end = compactor.take();
+  const CompactorStats& st = compactor.stats();
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  const double program_s = static_cast<double>(copy * span) / 1e9;
+  std::printf("RESULT calls=%llu ops=%llu program_s=%.2f compact_s=%.2f compact_per_program_s=%.3f rounds=%llu "
+              "chunks=%llu kept_calls=%zu kept_ops=%zu carried_sites=%zu rss_added_kb=%ld maxrss_kb=%ld\n",
+              static_cast<unsigned long long>(generated), static_cast<unsigned long long>(ops_generated), program_s,
+              compact_s, compact_s / program_s, static_cast<unsigned long long>(st.rounds),
+              static_cast<unsigned long long>(st.chunks), end.calls.size(), end.ops.size(),
+              end.carried.findings.size(), peak_kb - base_kb, ru.ru_maxrss);
+  return 0;
+}

@@ -2,10 +2,12 @@
 // from inside a running interpreter, the way a CUPTI callback calls it from inside a CUDA call.
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
 #include "interpose/python_frames.h"
+#include "interpose/python_layouts.h"
 
 namespace {
 
@@ -38,4 +40,61 @@ extern "C" __attribute__((visibility("default"))) int asynccheck_test_python_fra
   __builtin_memcpy(&set, &set_string, sizeof set);
   set(*static_cast<void**>(runtime_error), "pending before the walk");
   return write_frames(out, n);
+}
+
+// Writes `text` into `out` (NUL-terminated, truncated to `n`).
+static void put(const std::string& text, char* out, int n) {
+  if (out != nullptr && n > 0) std::snprintf(out, static_cast<size_t>(n), "%s", text.c_str());
+}
+
+// The layout table for `version_hex` as "name=value" lines, named as python_layout_offsets.c names the numbers it
+// takes from CPython's headers. Returns -1 when there is no table for that version.
+extern "C" __attribute__((visibility("default"))) int asynccheck_test_python_layout(unsigned long version_hex, char* out, int n) {
+  const asynccheck::PythonLayout* l = asynccheck::python_layout_for(version_hex);
+  if (l == nullptr) return -1;
+  std::string text;
+  auto line = [&text](const char* name, unsigned long value) { text += std::string(name) + "=" + std::to_string(value) + "\n"; };
+  if (l->through_cframe) {
+    line("tstate.cframe", l->tstate_cframe);
+    line("cframe.current_frame", l->cframe_current_frame);
+  } else {
+    line("tstate.current_frame", l->tstate_current_frame);
+  }
+  line("frame.code", l->frame_code);
+  line("frame.instr", l->frame_instr);
+  line("frame.previous", l->frame_previous);
+  line("frame.owner", l->frame_owner);
+  line("sizeof.owner", sizeof(signed char));  // read as one byte
+  line("owner.generator", static_cast<unsigned long>(l->owner_generator));
+  if (l->owner_cstack >= 0) line("owner.cstack", static_cast<unsigned long>(l->owner_cstack));
+  line("owner.max", static_cast<unsigned long>(l->owner_max));
+  line("object.type", l->object_type);
+  line("code.filename", l->code_filename);
+  line("code.name", l->code_name);
+  line("code.linetable", l->code_linetable);
+  line("code.firstlineno", l->code_firstlineno);
+  line("code.firsttraceable", l->code_firsttraceable);
+  line("sizeof.firsttraceable", sizeof(int));  // read as an int
+  line("code.code_adaptive", l->code_code_adaptive);
+  line("sizeof.codeunit", l->code_unit);
+  line("bytes.size", l->bytes_size);
+  line("bytes.sval", l->bytes_sval);
+  line("str.length", l->str_length);
+  line("str.state", l->str_state);
+  line("sizeof.ascii", l->ascii_data);
+  line("sizeof.compact", l->compact_data);
+  line("state.kind_mask", l->state_kind_mask);
+  line("state.kind_shift", static_cast<unsigned long>(l->state_kind_shift));
+  line("state.compact_mask", l->state_compact);
+  line("state.ascii_mask", l->state_ascii);
+  if (l->state_ready != 0) line("state.ready_mask", l->state_ready);
+  line("range.size", sizeof(asynccheck::PythonAddressRange));
+  line("range.ar_start", offsetof(asynccheck::PythonAddressRange, ar_start));
+  line("range.ar_end", offsetof(asynccheck::PythonAddressRange, ar_end));
+  line("range.ar_line", offsetof(asynccheck::PythonAddressRange, ar_line));
+  line("range.computed_line", offsetof(asynccheck::PythonAddressRange, opaque.computed_line));
+  line("range.lo_next", offsetof(asynccheck::PythonAddressRange, opaque.lo_next));
+  line("range.limit", offsetof(asynccheck::PythonAddressRange, opaque.limit));
+  put(text, out, n);
+  return l->minor;
 }

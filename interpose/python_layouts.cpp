@@ -11,13 +11,21 @@ constexpr bool kTargetChecked = true;
 constexpr bool kTargetChecked = false;
 #endif
 
-// The str state bit-field, the same in 3.11 to 3.13 (GCC and Clang allocate bit-fields from the low bit):
-// interned:2, kind:3, compact:1, ascii:1, then ready:1 (3.11) or statically_allocated:1 (3.12+).
-constexpr uint32_t kStateKindMask = 0x1c;
-constexpr int kStateKindShift = 2;
-constexpr uint32_t kStateCompact = 0x20;
-constexpr uint32_t kStateAscii = 0x40;
-constexpr uint32_t kStateReady = 0x80;
+// What 3.11, 3.12 and 3.13 share: the object header, bytes, and the str header up to its state bit-field, whose
+// bits GCC and Clang allocate from the low one: interned:2, kind:3, compact:1, ascii:1, then ready:1 (3.11) or
+// statically_allocated:1 (3.12+).
+constexpr PythonLayout with_shared_objects(PythonLayout l) {
+  l.object_type = 8;
+  l.bytes_size = 16;
+  l.bytes_sval = 32;
+  l.str_length = 16;
+  l.str_state = 32;
+  l.state_kind_mask = 0x1c;
+  l.state_kind_shift = 2;
+  l.state_compact = 0x20;
+  l.state_ascii = 0x40;
+  return l;
+}
 
 // Checked against 3.11.2 (Debian 12's python3.11-dev) and 3.11.7's headers: the same numbers.
 constexpr PythonLayout k311 = [] {
@@ -31,26 +39,17 @@ constexpr PythonLayout k311 = [] {
   l.frame_instr = 56;
   l.frame_owner = 69;  // after int stacktop, bool is_entry
   l.owner_max = 2;     // FRAME_OWNED_BY_THREAD, _GENERATOR, _FRAME_OBJECT
-  l.object_type = 8;
   l.code_filename = 112;
   l.code_name = 120;
   l.code_linetable = 136;
   l.code_firstlineno = 72;
   l.code_firsttraceable = 168;
   l.code_code_adaptive = 184;
-  l.bytes_size = 16;
-  l.bytes_sval = 32;
-  l.str_length = 16;
-  l.str_state = 32;
   l.ascii_data = 48;  // PyASCIIObject still has wchar_t *wstr in 3.11
   l.compact_data = 72;
-  l.state_kind_mask = kStateKindMask;
-  l.state_kind_shift = kStateKindShift;
-  l.state_compact = kStateCompact;
-  l.state_ascii = kStateAscii;
-  l.state_ready = kStateReady;
+  l.state_ready = 0x80;
   l.line_from_address_range = true;
-  return l;
+  return with_shared_objects(l);
 }();
 
 // Checked against 3.12.1's headers.
@@ -66,24 +65,15 @@ constexpr PythonLayout k312 = [] {
   l.frame_owner = 70;  // after int stacktop, uint16_t return_offset
   l.owner_cstack = 3;
   l.owner_max = 3;
-  l.object_type = 8;
   l.code_filename = 112;
   l.code_name = 120;
   l.code_linetable = 136;
   l.code_firstlineno = 68;
   l.code_firsttraceable = 176;
   l.code_code_adaptive = 192;
-  l.bytes_size = 16;
-  l.bytes_sval = 32;
-  l.str_length = 16;
-  l.str_state = 32;
   l.ascii_data = 40;  // no wstr from 3.12 on
   l.compact_data = 56;
-  l.state_kind_mask = kStateKindMask;
-  l.state_kind_shift = kStateKindShift;
-  l.state_compact = kStateCompact;
-  l.state_ascii = kStateAscii;
-  return l;
+  return with_shared_objects(l);
 }();
 
 // Checked against 3.13.0's headers (the default build; a free-threaded one has another object header).
@@ -95,7 +85,7 @@ constexpr PythonLayout k313 = [] {
   l.tstate_current_frame = 72;
   l.code_firsttraceable = 184;
   l.code_code_adaptive = 200;
-  return l;
+  return with_shared_objects(l);
 }();
 
 }  // namespace

@@ -5,32 +5,38 @@
 #include <cstddef>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "interpose/python_frames.h"
 #include "interpose/python_layouts.h"
 
 namespace {
 
-// Writes "file\tfunction\tline\n" per frame, innermost first, into `out` (NUL-terminated, truncated to `n`).
-// Returns the number of frames, or -1 when libpython's functions are not found in the process.
+// Writes `text` into `out` (NUL-terminated, truncated to `n`).
+void put(const std::string& text, char* out, int n) {
+  if (out != nullptr && n > 0) std::snprintf(out, static_cast<size_t>(n), "%s", text.c_str());
+}
+
+// Writes "file\tfunction\tline\n" per frame, innermost first, into `out`. Returns the number of frames, or -1 when
+// libpython's functions are not found in the process.
 int write_frames(char* out, int n) {
   if (!asynccheck::python_available()) return -1;
   const std::vector<asynccheck::PyFrame> frames = asynccheck::python_frames();
   std::string text;
   for (const asynccheck::PyFrame& f : frames) text += f.file + "\t" + f.function + "\t" + std::to_string(f.line) + "\n";
-  if (n > 0) std::snprintf(out, static_cast<size_t>(n), "%s", text.c_str());
+  put(text, out, n);
   return static_cast<int>(frames.size());
 }
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) int asynccheck_test_python_frames(char* out, int n) {
-  return write_frames(out, n);
-}
+#define PROBE_API extern "C" __attribute__((visibility("default")))
+
+PROBE_API int asynccheck_test_python_frames(char* out, int n) { return write_frames(out, n); }
 
 // The same, with a Python exception pending before the walk (as when a CUDA call is made while an error is being
 // propagated, e.g. by a destructor): the walk must leave it in place, so ctypes.PyDLL raises it on return.
-extern "C" __attribute__((visibility("default"))) int asynccheck_test_python_frames_with_error(char* out, int n) {
+PROBE_API int asynccheck_test_python_frames_with_error(char* out, int n) {
   using SetString = void (*)(void*, const char*);
   void* set_string = dlsym(RTLD_DEFAULT, "PyErr_SetString");
   void* runtime_error = dlsym(RTLD_DEFAULT, "PyExc_RuntimeError");
@@ -42,14 +48,21 @@ extern "C" __attribute__((visibility("default"))) int asynccheck_test_python_fra
   return write_frames(out, n);
 }
 
-// Writes `text` into `out` (NUL-terminated, truncated to `n`).
-static void put(const std::string& text, char* out, int n) {
-  if (out != nullptr && n > 0) std::snprintf(out, static_cast<size_t>(n), "%s", text.c_str());
+// The walk from a thread the interpreter never saw (no thread state), like a CUDA library's worker thread: the
+// number of frames it returned (0 expected), or -1 when libpython's functions are not found.
+PROBE_API int asynccheck_test_python_frames_from_native_thread() {
+  int count = -1;
+  std::thread([&count] { count = write_frames(nullptr, 0); }).join();
+  return count;
+}
+
+PROBE_API void asynccheck_test_pretend_python_version(unsigned long version_hex) {
+  asynccheck::python_frames_pretend_version_for_test(version_hex);
 }
 
 // The layout table for `version_hex` as "name=value" lines, named as python_layout_offsets.c names the numbers it
 // takes from CPython's headers. Returns -1 when there is no table for that version.
-extern "C" __attribute__((visibility("default"))) int asynccheck_test_python_layout(unsigned long version_hex, char* out, int n) {
+PROBE_API int asynccheck_test_python_layout(unsigned long version_hex, char* out, int n) {
   const asynccheck::PythonLayout* l = asynccheck::python_layout_for(version_hex);
   if (l == nullptr) return -1;
   std::string text;

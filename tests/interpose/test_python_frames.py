@@ -44,10 +44,11 @@ for lib in (with_gil, without_gil):
     lib.asynccheck_test_pretend_python_version.argtypes = [ctypes.c_ulong]
     lib.asynccheck_test_python_layout.argtypes = [ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
 
-# Whether this interpreter has a layout for the GIL-free walk: a table for its minor version, and not a
-# free-threaded build (another object header; the walker refuses it).
+# Whether this interpreter has a layout for the GIL-free walk: a table for its minor version, and the usual object
+# header (a free-threaded build has another one, which the walker refuses; so has a Py_TRACE_REFS build of 3.11 or
+# 3.12, on which the walker's type check stops at the first frame).
 HAS_LAYOUT = (with_gil.asynccheck_test_python_layout(sys.hexversion, None, 0) >= 0 and
-              not sysconfig.get_config_var("Py_GIL_DISABLED"))
+              not sysconfig.get_config_var("Py_GIL_DISABLED") and not sysconfig.get_config_var("Py_TRACE_REFS"))
 
 
 def walk(lib, name="asynccheck_test_python_frames"):

@@ -77,7 +77,7 @@ struct Module {
   std::string path;
 };
 
-// A Python frame of the calling thread, read from the interpreter when the thread held the GIL
+// A Python frame of the calling thread, read from the interpreter, with the thread's GIL held or released
 // (interpose/python_frames.h): the source file as the interpreter names it, the code object's name, the line.
 struct PyFrame {
   std::string file;

@@ -2,7 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+
+#include "interpose/python_frames_nogil.h"
 
 namespace asynccheck {
 namespace {
@@ -30,6 +34,9 @@ struct Api {
   int (*gc_disable)() = nullptr;                      // PyGC_Disable (3.10+): returns whether it was enabled
   int (*gc_enable)() = nullptr;                       // PyGC_Enable
   bool ok = false;
+  // The GIL-free walk (python_frames_nogil.h): the running interpreter's layout, nullptr when it has none.
+  const PythonLayout* layout = nullptr;
+  PythonRuntime runtime;
 };
 
 template <typename Fn>
@@ -39,6 +46,46 @@ bool find(Fn& fn, const char* name) {
   static_assert(sizeof fn == sizeof p);
   std::memcpy(&fn, &p, sizeof p);  // object pointer -> function pointer, as POSIX guarantees for dlsym
   return true;
+}
+
+template <typename T>
+bool find_data(const T*& data, const char* name) {
+  data = static_cast<const T*>(dlsym(RTLD_DEFAULT, name));
+  return data != nullptr;
+}
+
+// The running interpreter's version as "3.N" from Py_GetVersion ("3.12.3 (main, ...) [GCC ...]"), to confirm
+// Py_Version; -1 when the text does not start that way.
+int minor_from_version_text(const char* text) {
+  if (text == nullptr || std::strncmp(text, "3.", 2) != 0) return -1;
+  char* end = nullptr;
+  const long minor = std::strtol(text + 2, &end, 10);
+  return end != text + 2 && *end == '.' ? static_cast<int>(minor) : -1;
+}
+
+// The layout for the GIL-free walk and the interpreter's objects it checks against, or a null layout. Py_Version
+// (3.11+) names the version; Py_GetVersion must agree with it, and must not name a free-threaded build (3.13t:
+// "3.13.0 experimental free-threading build (...)"), whose object header is another one. Run at resolve time,
+// before any CUDA call of the program where capture::start resolves (Py_GetVersion formats into a static buffer).
+void resolve_layout(Api& a) {
+  const unsigned long* version = nullptr;
+  const char* (*version_text)() = nullptr;
+  if (!find_data(version, "Py_Version") || !find(version_text, "Py_GetVersion")) return;  // before 3.11: none
+  const char* text = version_text();
+  if (text == nullptr || std::strstr(text, "free-threading") != nullptr) return;
+  if (minor_from_version_text(text) != static_cast<int>((*version >> 16) & 0xff)) return;
+  const PythonLayout* layout = python_layout_for(*version);
+  if (layout == nullptr) return;
+  PythonRuntime& rt = a.runtime;
+  if (!find_data(rt.code_type, "PyCode_Type") || !find_data(rt.unicode_type, "PyUnicode_Type") ||
+      !find_data(rt.bytes_type, "PyBytes_Type")) {
+    return;
+  }
+  if (layout->line_from_address_range ? !find(rt.check_line_number, "_PyCode_CheckLineNumber")
+                                      : !find(rt.interpreter_frame_line, "PyUnstable_InterpreterFrame_GetLine")) {
+    return;
+  }
+  a.layout = layout;
 }
 
 Api resolve() {
@@ -54,6 +101,7 @@ Api resolve() {
             find(a.err_fetch, "PyErr_Fetch") && find(a.err_restore, "PyErr_Restore") && find(a.err_clear, "PyErr_Clear") &&
             find(a.gc_disable, "PyGC_Disable") && find(a.gc_enable, "PyGC_Enable");
   a.ok = ok;
+  if (ok) resolve_layout(a);
   return a;
 }
 
@@ -84,20 +132,9 @@ std::string text_attr(const Api& a, Obj* code, Obj* name) {
   return out;
 }
 
-}  // namespace
-
-bool python_available() { return api().ok; }
-
-std::vector<PyFrame> python_frames() {
+// The API path, for a thread that holds the GIL: the interpreter's own accessors, the more robust way (no layouts).
+std::vector<PyFrame> frames_with_gil(const Api& a, Obj* tstate) {
   std::vector<PyFrame> out;
-  const Api& a = api();
-  if (!a.ok || a.is_initialized() == 0) return out;
-  // This thread holds the GIL: it has a thread state, and that state is the one attached (3.12+: this thread's;
-  // 3.10/3.11: the GIL holder's). PyGILState_Check alone answers 1 whenever its check is disabled (subinterpreters).
-  if (a.gil_check() != 1) return out;
-  Obj* tstate = a.this_thread_state();
-  if (tstate == nullptr || a.current_state() != tstate) return out;
-
   // Nothing below runs Python code, so nothing can call CUDA and re-enter the capture (which would ignore the
   // call anyway: capture's thread-local guard): the code objects' attributes are plain members of a built-in
   // type, strings are converted without codecs, and the only allocations (frame objects that 3.11+ creates on
@@ -130,6 +167,36 @@ std::vector<PyFrame> python_frames() {
   if (gc_was_enabled == 1) a.gc_enable();
   a.err_restore(type, value, traceback);  // also drops any error the walk itself raised (e.g. MemoryError)
   return out;
+}
+
+std::atomic<unsigned long> g_pretend_version{0};  // python_frames_pretend_version_for_test; 0: the real one
+
+}  // namespace
+
+bool python_available() { return api().ok; }
+
+std::vector<PyFrame> python_frames() {
+  const Api& a = api();
+  if (!a.ok || a.is_initialized() == 0) return {};
+  // This thread's own thread state: a thread-local lookup, no GIL needed. NULL on a thread Python never ran on
+  // (a CUDA library's worker, a thread of the program's C code): it has no Python frames.
+  Obj* tstate = a.this_thread_state();
+  if (tstate == nullptr) return {};
+  // This thread holds the GIL and its state is the one attached (3.12+: this thread's; 3.10/3.11: the GIL
+  // holder's; PyGILState_Check alone answers 1 whenever its check is disabled, with subinterpreters): the API.
+  if (a.gil_check() == 1 && a.current_state() == tstate) return frames_with_gil(a, tstate);
+  // Otherwise (PyTorch and CuPy release the GIL around their CUDA calls) the frames are read from memory, with
+  // the layout verified for this interpreter's version; none without one. Taking the GIL here instead could
+  // deadlock: the thread holding it may wait for a lock this thread holds, such as a caching allocator's.
+  const unsigned long pretend = g_pretend_version.load(std::memory_order_relaxed);
+  const PythonLayout* layout = a.layout;
+  if (pretend != 0 && layout != nullptr) layout = python_layout_for(pretend) == layout ? layout : nullptr;
+  if (layout == nullptr) return {};
+  return python_frames_without_gil(*layout, a.runtime, tstate);
+}
+
+void python_frames_pretend_version_for_test(unsigned long version_hex) {
+  g_pretend_version.store(version_hex, std::memory_order_relaxed);
 }
 
 }  // namespace asynccheck

@@ -9,9 +9,9 @@
 
 namespace asynccheck {
 
-// Captures the calling thread's stack (skipping `skip` innermost frames), with its Python frames when the thread
-// holds the GIL of a Python interpreter in the process (python_frames.h), and returns its interned id (>= 1), or
-// 0 if unwinding failed and there were no Python frames.
+// Captures the calling thread's stack (skipping `skip` innermost frames), with its Python frames when the call
+// was made from Python code (python_frames.h: with the GIL held, or released on a version with a verified
+// layout), and returns its interned id (>= 1), or 0 if unwinding failed and there were no Python frames.
 uint32_t capture_stack(int skip);
 
 // All interned stacks, id N at index N - 1; empty if the lock could not be taken in time (lock_within.h).

@@ -4,9 +4,9 @@ usage: compare.py EXPECT_TXT OUTDIR     (OUTDIR holds NAME.json from asynccheck 
 
 An expectation `expect RULE API SCRIPT:LINE` holds when the JSON report has a site of RULE for API whose
 location is SCRIPT:LINE. When RULE and API are reported but only at a native location (no Python frame in the
-site's stack: the call was made with the GIL released), the line says NATIVE instead of FAIL: asynccheck saw the
-call, but could not name its Python line. `silent API SCRIPT:LINE` holds when no site for API has that location
-or a Python frame at that line in its stack. Exit code 1 when an expectation failed.
+site's stack: the call was made with the GIL released on a Python version whose frames asynccheck cannot read
+without it), the line says NATIVE instead of FAIL: asynccheck saw the call, but could not name its Python line.
+`silent API SCRIPT:LINE` holds when no site for API has that location or a Python frame at that line in its stack. Exit code 1 when an expectation failed.
 
 An expect line may end with `nvtx=NAME` (and `nvtx-domain=DOMAIN`; docs/expected-findings.md): it then holds when
 a site of RULE for API, at SCRIPT:LINE or at a native location, has every one of its findings in the NVTX range
@@ -80,7 +80,7 @@ def check(kind, rule, api, place, sites, nvtx):
         if any(where(s["location"]) == place for s in same):
             return "ok"
         if any(not python_lines(s) for s in same):
-            return "NATIVE"  # found, but without Python frames (GIL released)
+            return "NATIVE"  # found, but without Python frames (GIL released, version without a layout)
         return "FAIL"
     noisy = [s for s in sites if s["api"] == api and s["level"] != "none" and
              (where(s["location"]) == place or place in python_lines(s))]

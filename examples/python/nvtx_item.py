@@ -1,6 +1,6 @@
 # .item() inside NVTX ranges (torch.cuda.nvtx.range_push/range_pop): the stream synchronization it makes waits for
-# the matmuls queued before it. PyTorch releases the GIL around it, so its call site is native (PyTorch's
-# _local_scalar_dense_cuda), but asynccheck names the innermost NVTX range it happened in: "loss".
+# the matmuls queued before it. PyTorch releases the GIL around it (the site is native on Python versions without a
+# GIL-free layout: _local_scalar_dense_cuda), and asynccheck names the innermost NVTX range it happened in: "loss".
 import os
 
 import torch

@@ -44,6 +44,22 @@ void Compactor::remember_launches(const std::vector<ApiCall>& calls, size_t from
   }
 }
 
+bool sheddable(const ApiCall& c, bool function_launched_before) {
+  if (c.stack != 0 || c.result != 0 || c.context_only) return false;
+  switch (c.call.api) {
+    case rules::ApiKind::KernelLaunch: return function_launched_before;
+    case rules::ApiKind::Copy:
+    case rules::ApiKind::Memset:
+    case rules::ApiKind::StreamQuery: return true;
+    default: return false;
+  }
+}
+
+void Compactor::count_shed(uint64_t calls) {
+  stats_.shed_calls += calls;
+  central_.carried.calls += calls;
+}
+
 void Compactor::shed() {
   if (max_backlog_ == 0 || backlog_calls_.size() <= max_backlog_) return;
   // Down to half the limit, so that a program that stays ahead sheds once per half-limit of calls, not every round.
@@ -51,26 +67,53 @@ void Compactor::shed() {
   size_t out = 0;  // in place: this runs when memory is already at its limit
   for (size_t i = 0; i < backlog_calls_.size(); ++i) {
     const ApiCall& c = backlog_calls_[i];
-    bool ordinary = false;
-    if (i < excess && c.stack == 0 && c.result == 0 && !c.context_only) {
-      switch (c.call.api) {
-        case rules::ApiKind::KernelLaunch: ordinary = launched_.count(c.function) != 0; break;
-        case rules::ApiKind::Copy:
-        case rules::ApiKind::Memset:
-        case rules::ApiKind::StreamQuery: ordinary = true; break;
-        default: break;
-      }
-    }
-    if (ordinary) {
+    const bool launch = c.call.api == rules::ApiKind::KernelLaunch;
+    if (i < excess && sheddable(c, launch && launched_.count(c.function) != 0)) {
       ++stats_.shed_calls;
       ++central_.carried.calls;
       continue;
     }
-    if (i < excess && c.call.api == rules::ApiKind::KernelLaunch) launched_.insert(c.function);
+    if (i < excess && launch) launched_.insert(c.function);
     backlog_calls_[out++] = c;
   }
   backlog_calls_.resize(out);
-  backlog_calls_.shrink_to_fit();
+  if (backlog_calls_.size() > max_backlog_) shed_hard();
+}
+
+// Still over the limit once the ordinary calls are gone (they were not enough: event records, syncs that
+// returned at once): the oldest calls without a stack go too, state-changing ones aside, and the GPU work of the
+// shed part that no kept call enqueued. What stays is every call that held the host or may block (those have
+// stacks) and every call later descriptions read; what is lost is evidence about the shed part's work.
+void Compactor::shed_hard() {
+  const size_t excess = backlog_calls_.size() - max_backlog_ / 2;
+  const uint64_t until = backlog_calls_[excess].start_ns;  // the shed part: calls and work that started before
+  std::unordered_set<uint64_t> kept_ids;
+  size_t out = 0;
+  for (size_t i = 0; i < backlog_calls_.size(); ++i) {
+    const ApiCall& c = backlog_calls_[i];
+    if (i < excess && c.stack == 0 && !rules::changes_state(c.call.api)) {
+      ++stats_.shed_calls;
+      ++central_.carried.calls;
+      continue;
+    }
+    if (i < excess) {
+      kept_ids.insert(c.correlation_id);
+      if (c.driver_correlation_id != 0) kept_ids.insert(c.driver_correlation_id);
+    }
+    backlog_calls_[out++] = c;
+  }
+  backlog_calls_.resize(out);
+  size_t kept_ops = 0;
+  for (size_t i = 0; i < backlog_ops_.size(); ++i) {
+    GpuOp& op = backlog_ops_[i];
+    if (op.start_ns < until && kept_ids.count(op.correlation_id) == 0) {
+      ++central_.carried.ops;
+      continue;
+    }
+    if (kept_ops != i) backlog_ops_[kept_ops] = std::move(op);
+    ++kept_ops;
+  }
+  backlog_ops_.resize(kept_ops);
 }
 
 void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns) {

@@ -29,6 +29,14 @@ struct CompactorStats {
   uint64_t shed_calls = 0;  // counted without being analyzed (RunInfo::unanalyzed_calls)
 };
 
+// Whether `c` is an ordinary call that may be counted without being analyzed when the analysis falls behind
+// (Compactor::shed, and the capture's per-thread limit): no stack was captured for it (the capture saw it return
+// fast and no rule predicts it blocks or serializes, so it cannot be a finding), it succeeded, and it only enqueued
+// work or queried a stream: a copy, a memset, a stream query, or a launch of a kernel launched before (a first
+// launch is a finding's subject). Calls that create or change state later calls read (streams, events,
+// allocations, captures) never are.
+bool sheddable(const ApiCall& c, bool function_launched_before);
+
 class Compactor {
  public:
   // Each compaction moves at most `chunk_calls` calls into the compacted log: its temporary memory is a few
@@ -42,9 +50,12 @@ class Compactor {
   // batch's time counts as late (stats).
   void add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns);
   bool has_backlog() const { return !backlog_calls_.empty(); }
+  size_t backlog_size() const { return backlog_calls_.size(); }
   // Moves the backlog's next chunk into the compacted log and compacts it. `horizon_ns`: everything that ended
   // before it has been added (calls and activity records); the backlog's next call bounds it further.
   void compact_chunk(uint64_t horizon_ns);
+  // Calls the capture shed before they reached us (its per-thread limit): counted like those shed here.
+  void count_shed(uint64_t calls);
   // Everything: the compacted log, then the backlog (the capture's finish() adds the rest and sorts);
   // run.unanalyzed_calls says how many were shed.
   EventLog take();
@@ -59,14 +70,13 @@ class Compactor {
   std::vector<ApiCall> backlog_calls_;  // added, not yet compacted, sorted by start
   std::vector<GpuOp> backlog_ops_;
   // Bounded memory when the program makes calls faster than one thread can analyze them (many threads launching
-  // flat out): the oldest half of the backlog loses its ordinary calls, which are counted (carried.calls and
-  // run.unanalyzed_calls) but not analyzed. Ordinary: no stack captured (the capture saw it return fast and no
-  // rule predicts it blocks or serializes, so it cannot be a finding), it succeeded, and it only enqueued work or
-  // queried a stream: launches of kernels launched before (a first launch is a finding's subject), copies,
-  // memsets, stream queries. Calls that create or change state later calls read (streams, events, allocations,
-  // captures) are never shed. What may change: evidence that would have named a shed call's work by its call, the
-  // pending blocking-stream work a legacy-stream call is judged by, and activity-record disagreements.
+  // flat out): the oldest half of the backlog loses its sheddable() calls, which are counted (carried.calls and
+  // run.unanalyzed_calls) but not analyzed. What may change: evidence that would have named a shed call's work by
+  // its call, the pending blocking-stream work a legacy-stream call is judged by, activity-record disagreements.
+  // If that is not enough, shed_hard() also drops the other calls without a stack (never state-changing ones)
+  // and the GPU work of that part that no kept call enqueued: the backlog never exceeds the limit after a round.
   void shed();
+  void shed_hard();
   void remember_launches(const std::vector<ApiCall>& calls, size_t from);
 
   size_t max_backlog_;

@@ -29,7 +29,10 @@ struct State {
   std::string device;
   uint64_t dropped = 0;
   size_t buffer_bytes = 8 << 20;
-  size_t in_flight = 0;          // buffers taken by the worker and not yet decoded
+  // Buffers handed off and buffers decoded, ever: a flush waits until what was handed off when it returned is
+  // decoded, not until the queue is empty (under a flood of records it would never be: the wait grew to hundreds
+  // of ms a round with 8 threads launching flat out, measured on the H200).
+  uint64_t completed = 0, decoded = 0;
   bool worker_started = false;
 };
 
@@ -59,6 +62,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
     std::lock_guard lock(s.mu);
     s.dropped += dropped;
     s.ready.push_back({buffer, size, valid});
+    ++s.completed;
   }
   s.cv.notify_all();  // the worker and a flush may both be waiting
 }
@@ -70,7 +74,6 @@ void worker() {
     s.cv.wait(lock, [&] { return !s.ready.empty(); });
     Completed c = s.ready.front();
     s.ready.pop_front();
-    ++s.in_flight;
     lock.unlock();
     std::vector<GpuOp> ops;
     std::string device;
@@ -79,7 +82,7 @@ void worker() {
     lock.lock();
     s.ops.insert(s.ops.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
     if (!device.empty() && s.device.empty()) s.device = device;
-    --s.in_flight;
+    ++s.decoded;  // one worker, first in first out: everything handed off before this buffer is decoded too
     s.cv.notify_all();
   }
 }
@@ -191,7 +194,8 @@ void flush_activity() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   State& s = state();
   std::unique_lock lock(s.mu);
-  s.cv.wait(lock, [&] { return s.ready.empty() && s.in_flight == 0; });
+  const uint64_t target = s.completed;  // the flush has handed off every buffer it completed
+  s.cv.wait(lock, [&] { return s.decoded >= target; });
 }
 
 std::vector<GpuOp> take_ops() {

@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "analysis/compactor.h"
@@ -46,6 +48,9 @@ struct ThreadLog {
   // Calls in `calls` (a relaxed copy of its size), so that the compaction thread sees when enough have piled up
   // to start a round without taking the lock.
   std::atomic<size_t> pending{0};
+  // Ordinary calls counted instead of appended because `calls` held its share of Global::thread_backlog (the analysis fell
+  // behind the program: compactor.h, sheddable). Guarded by mu.
+  uint64_t shed = 0;
 };
 
 struct Global {
@@ -65,6 +70,11 @@ struct Global {
   rules::Environment env;
   size_t round_calls = 16 * 1024;  // compact_round: a round starts when the threads hold this many calls
   size_t max_backlog = 0;          // compact_backlog (0 = no limit)
+  // Threads that outrun the compaction thread stay bounded too: a thread whose buffer holds its share of
+  // compact_backlog (half of it over the threads, at least a round) counts its sheddable calls instead of keeping
+  // them. 0 = no limit (compaction off, or compact_backlog=0).
+  size_t thread_backlog = 0;
+  std::atomic<size_t> thread_count{0};
   std::mutex central_mu;  // the compaction thread vs finish(); guards `compactor`
   std::unique_ptr<Compactor> compactor;  // made by start() when compaction is on
   std::mutex stop_mu;
@@ -98,6 +108,9 @@ thread_local int t_runtime_depth = 0;        // > 0 while inside a watched runti
 thread_local uint64_t t_nested_driver_corr = 0;
 thread_local bool t_busy = false;             // reentrancy guard: our own work never re-enters the capture
 thread_local uint32_t t_open = 0;             // this thread's ThreadLog::open
+// Kernels this thread launched while its buffer was full (Global::thread_backlog): a launch of one of them is
+// sheddable, the first is not. Filled only past the limit, so an ordinary run never pays for it.
+thread_local std::unordered_set<uint64_t>* t_launched_past_cap = nullptr;
 
 ThreadLog& thread_log() {
   if (t_log == nullptr) {
@@ -107,6 +120,7 @@ ThreadLog& thread_log() {
     std::lock_guard lock(g.mu);
     log->thread = static_cast<uint32_t>(g.threads.size());
     g.threads.push_back(log);
+    g.thread_count.store(g.threads.size(), std::memory_order_relaxed);
     t_log = log;
   }
   return *t_log;
@@ -231,6 +245,18 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
   ThreadLog& log = thread_log();
   c.thread = log.thread;
   std::lock_guard lock(log.mu);
+  if (g.thread_backlog != 0 && log.calls.size() >= g.round_calls &&
+      log.calls.size() >= g.thread_backlog / (2 * std::max<size_t>(1, g.thread_count.load(std::memory_order_relaxed)))) {
+    bool launched_before = false;
+    if (c.call.api == ApiKind::KernelLaunch) {
+      if (t_launched_past_cap == nullptr) t_launched_past_cap = new std::unordered_set<uint64_t>;  // kept for the thread's life
+      launched_before = !t_launched_past_cap->insert(c.function).second;
+    }
+    if (sheddable(c, launched_before)) {
+      ++log.shed;
+      return;
+    }
+  }
   log.calls.push_back(c);
   log.pending.store(log.calls.size(), std::memory_order_relaxed);
 }
@@ -259,13 +285,14 @@ uint64_t take_from_threads(Global& g) {
   }
   uint64_t horizon = now;
   std::vector<ApiCall> calls;
+  uint64_t shed = 0;
   for (ThreadLog* t : threads) {
     // The thread waits on its lock while we hold it: only swap buffers here (and at most one allocation, so that
     // the fresh buffer has the capacity one interval needed and the thread does not reallocate as it appends);
     // the copy happens outside. A thread stopped while holding its lock (a signal) is skipped, and stays open.
     std::vector<ApiCall> taken, fresh;
     const size_t expected = t->pending.load(std::memory_order_relaxed);
-    fresh.reserve(std::max<size_t>(4096, expected));
+    fresh.reserve(std::max<size_t>(4096, std::min(expected, g.round_calls)));
     if (!lock_within(t->mu, std::chrono::milliseconds(50))) {
       horizon = 0;
       continue;
@@ -274,6 +301,7 @@ uint64_t take_from_threads(Global& g) {
       std::lock_guard lock(t->mu, std::adopt_lock);
       taken.swap(t->calls);
       t->calls.swap(fresh);
+      shed += std::exchange(t->shed, 0);
       t->pending.store(0, std::memory_order_relaxed);
       // Read under the lock: a call open now is not in `taken` and bounds the horizon; a call that starts after
       // this read starts after `now`.
@@ -288,6 +316,7 @@ uint64_t take_from_threads(Global& g) {
   }
   std::lock_guard lock(g.central_mu);
   g.compactor->add(std::move(calls), std::move(ops), std::move(marks), now);
+  g.compactor->count_shed(shed);
   return horizon;
 }
 
@@ -310,11 +339,14 @@ void compaction_loop() {
       last = now;
       const uint64_t horizon = take_from_threads(g);
       // Chunk by chunk, looking for stop() in between: finish() waits for one chunk at most.
-      while (true) {
+      for (bool first = true;; first = false) {
         {
           std::lock_guard sl(g.stop_mu);
           if (g.stop) break;
         }
+        // The threads got a round ahead: after at least one chunk, take their calls first, so that their buffers
+        // stay small (the backlog has a limit, compact_backlog, and sheds past it).
+        if (!first && pending_calls(g) >= g.round_calls) break;
         std::lock_guard cl(g.central_mu);
         if (!g.compactor->has_backlog()) break;
         g.compactor->compact_chunk(horizon);
@@ -354,6 +386,7 @@ void set_compaction(bool on, const rules::Environment& env, size_t round_calls, 
   g.env = env;
   g.round_calls = round_calls;
   g.max_backlog = max_backlog;
+  g.thread_backlog = on ? max_backlog : 0;
 }
 
 bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, void (*on_first_call)(), std::string& error) {
@@ -423,6 +456,8 @@ EventLog finish() {
     }
     std::lock_guard tl(t->mu, std::adopt_lock);
     log.calls.insert(log.calls.end(), t->calls.begin(), t->calls.end());
+    log.carried.calls += t->shed;
+    log.run.unanalyzed_calls += t->shed;
   }
   std::stable_sort(log.calls.begin(), log.calls.end(),
                    [](const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; });

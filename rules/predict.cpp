@@ -159,6 +159,29 @@ bool enqueues_stream_work(ApiKind api) {
   }
 }
 
+bool changes_state(ApiKind api) {
+  switch (api) {
+    case ApiKind::StreamCreate:
+    case ApiKind::StreamDestroy:
+    case ApiKind::EventCreate:
+    case ApiKind::DeviceAlloc:
+    case ApiKind::PinnedAlloc:
+    case ApiKind::HostRegister:
+    case ApiKind::HostUnregister:
+    case ApiKind::ManagedAlloc:
+    case ApiKind::StreamOrderedAlloc:
+    case ApiKind::StreamOrderedFree:
+    case ApiKind::Free:
+    case ApiKind::FreeHost:
+    case ApiKind::CaptureBegin:
+    case ApiKind::CaptureEnd:
+    case ApiKind::CacheConfig:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool uses_implicit_default_stream(const CallDescription& c) {
   return (c.api == ApiKind::Copy || c.api == ApiKind::Memset) && !c.async_form;
 }

@@ -55,6 +55,11 @@ bool is_device_memory(MemoryKind k);  // device or array
 // they are recorded into the graph instead of executed.
 bool enqueues_stream_work(ApiKind api);
 
+// Calls that create, destroy or change state that later calls are described with (streams and their flags,
+// events, allocations and their memory kinds, stream capture, cache configuration): compaction keeps them however
+// far behind it falls (analysis/compactor.h).
+bool changes_state(ApiKind api);
+
 // Synchronous copy and memset forms take no stream argument: they are issued to the default stream.
 bool uses_implicit_default_stream(const CallDescription& call);
 

@@ -595,5 +595,34 @@ TEST(Compactor, PastTheBacklogLimitOrdinaryCallsAreCountedNotAnalyzed) {
   EXPECT_EQ(reread.run.unanalyzed_calls, shed);
 }
 
+TEST(Compactor, PastTheLimitEvenWithoutOrdinaryCallsTheBacklogStaysBounded) {
+  // Event records (not ordinary: they may join a capture) between blocking copies, all delivered in one round.
+  Builder b;
+  uint64_t t = 10 * kUs;
+  for (int i = 0; i < 20'000; ++i, t += 5 * kUs) {
+    ApiCall& r = b.call(ApiKind::EventRecord, t, t + 2 * kUs, 0x7000);
+    r.handle = 0x9000;
+    if (i % 5000 == 0) b.blocking_copy(t += 5 * kUs, 300 * kUs), t += 300 * kUs;
+  }
+  const Analysis whole = analyze(b.log, options_for(b.log));
+  std::vector<Delivered> rounds = rounds_of(b.log, 1);
+  Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
+  compactor.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time);
+  EXPECT_EQ(compactor.stats().peak_backlog, b.log.calls.size());
+  EXPECT_LE(compactor.backlog_size(), 4096u);
+  while (compactor.has_backlog()) compactor.compact_chunk(rounds[0].horizon);
+  EventLog out = compactor.take();
+  out.api_names = b.log.api_names;
+  out.stacks = b.log.stacks;
+  const Analysis a = analyze(out, options_for(out));
+  EXPECT_GT(out.run.unanalyzed_calls, 15'000u);
+  EXPECT_EQ(a.calls_watched, whole.calls_watched);
+  EXPECT_EQ(out.ops.size() + out.carried.ops, b.log.ops.size());
+  // Every blocking copy (stack 1) is still judged, with its own work as evidence.
+  EXPECT_EQ(a.findings.size(), whole.findings.size());
+  ASSERT_EQ(whole.findings.size(), 4u);
+  for (const Finding& f : a.findings) EXPECT_GE(f.evidence.op, 0);
+}
+
 }  // namespace
 }  // namespace asynccheck

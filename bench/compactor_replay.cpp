@@ -4,10 +4,12 @@
 // ids, as a program looping on the same work would produce it.
 //
 // usage: compactor_replay RECORDING CALLS [MARGIN_MS] [CHUNK_CALLS]
-//   RECORDING: an uncompacted recording (asynccheck --compact=0 --save=FILE -- ./bench/api_calls 50000 1)
-// Rounds happen as in the capture: when CHUNK_CALLS (default 32k) calls are pending or 100 ms of the recording's time have passed; a
-// round adds the calls that ended and the GPU work that ended before it (what CUPTI's flush delivers), then
-// compacts chunk by chunk to that horizon. Prints one RESULT line.
+//   RECORDING: an uncompacted recording (asynccheck --compact=0 --save=FILE -- ./bench/api_calls 1000000 1)
+//   MARGIN_MS: 10 by default, as in the capture; CHUNK_CALLS: 16384 by default, as compact_round and the chunks
+// Rounds happen as in the capture: when CHUNK_CALLS calls are pending or 100 ms of the recording's time have
+// passed; a round adds the calls that ended and the GPU work that ended before it (what CUPTI's flush delivers),
+// then compacts chunk by chunk to that horizon. Prints one RESULT line; with COMPACTOR_REPLAY_KEPT=1 in the
+// environment also what the compacted log kept at the end, by API and role, and its first calls and operations.
 #include <malloc.h>
 #include <sys/resource.h>
 
@@ -16,7 +18,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
+#include <unordered_set>
 
 #include "analysis/compactor.h"
 #include "analysis/recording.h"
@@ -42,15 +46,24 @@ int main(int argc, char** argv) {
   std::ifstream in(argv[1]);
   EventLog log;
   std::string error;
-  if (!in || !read_recording(in, log, error)) {
+  if (!in) {
+    std::fprintf(stderr, "compactor_replay: cannot open %s\n", argv[1]);
+    return 1;
+  }
+  if (!read_recording(in, log, error)) {
     std::fprintf(stderr, "compactor_replay: cannot read %s: %s\n", argv[1], error.c_str());
     return 1;
   }
-  const uint64_t want = std::strtoull(argv[2], nullptr, 10);
+  char* rest = nullptr;
+  const uint64_t want = std::strtoull(argv[2], &rest, 10);
+  if (want == 0 || *rest != '\0') {
+    std::fprintf(stderr, "compactor_replay: CALLS must be a positive whole number, got '%s'\n", argv[2]);
+    return 2;
+  }
   CompactOptions options;
   options.analysis.threshold_ns = log.run.threshold_ns;
-  options.margin_ns = (argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 20) * 1'000'000;
-  const size_t chunk = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 32 * 1024;
+  options.margin_ns = (argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 10) * 1'000'000;
+  const size_t chunk = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 16 * 1024;
 
   // The steady part: calls [lo, hi), ops that start in their span.
   const size_t lo = log.calls.size() / 10, hi = log.calls.size() * 9 / 10;
@@ -61,16 +74,27 @@ int main(int argc, char** argv) {
   const uint64_t t_lo = log.calls[lo].start_ns, t_hi = log.calls[hi].start_ns, span = t_hi - t_lo;
   uint64_t max_corr = 0;
   for (const ApiCall& c : log.calls) max_corr = std::max({max_corr, c.correlation_id, c.driver_correlation_id});
+  // The steady part's work is the work its calls enqueued (by correlation id, not by time: work starts after its
+  // call, so a cut by time would leave calls at the seams waiting for work that never comes), and the records of
+  // no call of ours that fall in its span.
+  std::unordered_set<uint64_t> period_ids, head_ids;
+  for (size_t i = 0; i < log.calls.size(); ++i) {
+    auto& ids = i >= lo && i < hi ? period_ids : head_ids;
+    ids.insert(log.calls[i].correlation_id);
+    if (log.calls[i].driver_correlation_id != 0) ids.insert(log.calls[i].driver_correlation_id);
+  }
   std::vector<GpuOp> period_ops;
   for (const GpuOp& op : log.ops) {
-    if (op.start_ns >= t_lo && op.start_ns < t_hi) period_ops.push_back(op);
+    const bool ours = period_ids.count(op.correlation_id) != 0;
+    const bool nobodys = !ours && head_ids.count(op.correlation_id) == 0 && op.start_ns >= t_lo && op.start_ns < t_hi;
+    if (ours || nobodys) period_ops.push_back(op);
   }
 
   // The stream, generated lazily: the head of the recording, then copies of the steady part.
   std::vector<ApiCall> head(log.calls.begin(), log.calls.begin() + static_cast<std::ptrdiff_t>(lo));
   std::vector<GpuOp> head_ops;
   for (const GpuOp& op : log.ops) {
-    if (op.start_ns < t_lo) head_ops.push_back(op);
+    if (head_ids.count(op.correlation_id) != 0) head_ops.push_back(op);
   }
   std::vector<ApiCall> pending_calls;
   std::vector<GpuOp> pending_ops;  // generated, not yet ended before a round
@@ -79,7 +103,7 @@ int main(int argc, char** argv) {
   pending_ops = std::move(head_ops);
   const long base_kb = rss_kb();
   long peak_kb = base_kb;
-  uint64_t generated = lo, copy = 0, round_start = 0, ops_generated = 0;
+  uint64_t generated = lo, copy = 0, ops_generated = 0;
   size_t since_round = 0;
   uint64_t last_round_t = log.calls[lo].start_ns;
   double compact_s = 0;
@@ -99,7 +123,6 @@ int main(int argc, char** argv) {
     since_round = 0;
     last_round_t = now;
   };
-  (void)round_start;
   while (generated < want) {
     const uint64_t shift = copy * span;
     const uint64_t corr_shift = copy * (max_corr + 1);
@@ -125,6 +148,25 @@ int main(int argc, char** argv) {
   }
   round(UINT64_MAX / 2);
   const EventLog end = compactor.take();
+  if (std::getenv("COMPACTOR_REPLAY_KEPT") != nullptr) {  // what stays, by API, role and whether it has a stack
+    std::map<std::string, size_t> kinds;
+    for (const ApiCall& c : end.calls) {
+      kinds[log.api_names[c.name] + (c.context_only ? " context" : " judged") + (c.stack ? " stack" : "")]++;
+    }
+    for (const auto& [k, n] : kinds) std::fprintf(stderr, "kept %zu %s\n", n, k.c_str());
+    const uint64_t t0 = end.calls.empty() ? 0 : end.calls.front().start_ns;
+    for (size_t i = 0; i < end.ops.size() && i < 12; ++i) {
+      const GpuOp& op = end.ops[i];
+      std::fprintf(stderr, "op %zu kind %d stream %u start %.6f s end %.6f s corr %llu\n", i, static_cast<int>(op.kind),
+                   op.stream_id, static_cast<double>(op.start_ns - t0) / 1e9, static_cast<double>(op.end_ns - t0) / 1e9,
+                   static_cast<unsigned long long>(op.correlation_id));
+    }
+    for (size_t i = 0; i < end.calls.size() && i < 12; ++i) {
+      const ApiCall& c = end.calls[i];
+      std::fprintf(stderr, "call %zu %s start %.6f s end %.6f corr %llu\n", i, log.api_names[c.name].c_str(),
+                   static_cast<double>(c.start_ns - t0) / 1e9, static_cast<double>(c.end_ns - t0) / 1e9, static_cast<unsigned long long>(c.correlation_id));
+    }
+  }
   const CompactorStats& st = compactor.stats();
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

@@ -10,6 +10,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "analysis/utf8.h"
+
 namespace asynccheck::nvtx_ranges {
 namespace {
 
@@ -88,24 +90,8 @@ std::string utf8(const wchar_t* w) {
   std::string out;
   if (w == nullptr) return out;
   for (; *w != 0 && out.size() <= kMaxNameBytes; ++w) {
-    const uint32_t c = static_cast<uint32_t>(*w);
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x110000) {
-      out += static_cast<char>(0xF0 | (c >> 18));
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      out += "\xEF\xBF\xBD";  // U+FFFD: not a code point
-    }
+    // U+FFFD for what is not a code point (a surrogate, a value past U+10FFFF).
+    if (!append_utf8(out, static_cast<uint32_t>(*w))) out += "\xEF\xBF\xBD";
   }
   return cut(std::move(out));
 }

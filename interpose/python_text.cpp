@@ -2,31 +2,10 @@
 
 #include <cstdint>
 
+#include "analysis/utf8.h"
+
 namespace asynccheck {
 namespace {
-
-// Appends code point `c` as UTF-8; false for a surrogate or a value past U+10FFFF.
-bool append_utf8(std::string& out, uint32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xc0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else if (c < 0x10000) {
-    if (c >= 0xd800 && c <= 0xdfff) return false;
-    out += static_cast<char>(0xe0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else if (c <= 0x10ffff) {
-    out += static_cast<char>(0xf0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else {
-    return false;
-  }
-  return true;
-}
 
 template <typename Unit>
 bool append_units(std::string& out, const char* data, long length) {

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "analysis/utf8.h"
+
 namespace asynccheck::report {
 
 std::string_view json_type_name(JsonValue::Type type) {
@@ -235,24 +237,6 @@ class JsonParser {
     return true;
   }
 
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
   bool hex4(uint32_t& cp) {
     cp = 0;
     for (int i = 0; i < 4; ++i, ++p_) {
@@ -300,7 +284,7 @@ class JsonParser {
       }
       cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
     }
-    append_utf8(out, cp);
+    append_utf8(out, cp);  // a code point: surrogates are paired or refused above
     return true;
   }
 

@@ -48,8 +48,8 @@ struct ThreadLog {
   // Calls in `calls` (a relaxed copy of its size), so that the compaction thread sees when enough have piled up
   // to start a round without taking the lock.
   std::atomic<size_t> pending{0};
-  // Ordinary calls counted instead of appended because `calls` held its share of Global::thread_backlog (the analysis fell
-  // behind the program: compactor.h, sheddable). Guarded by mu.
+  // Ordinary calls counted instead of appended because `calls` held its share of Global::thread_backlog (the
+  // analysis fell behind the program: compactor.h, sheddable). Guarded by mu.
   uint64_t shed = 0;
 };
 
@@ -83,12 +83,13 @@ struct Global {
   bool stopped = false;  // the compaction thread has left its loop; guarded by stop_mu
 };
 
-// A round starts when the threads hold Global::round_calls calls (compact_round, 16k by default), or kRoundInterval after the last one, whichever comes
-// first (checked every kPoll). Each compaction moves at most kChunkCalls calls into the compacted log. These bound
-// what waits in buffers (the threads' logs, the backlog: ~150 bytes a call) and a chunk's temporaries (a few
-// hundred bytes per call of the chunk and of what the margin keeps), hence the memory added, and a chunk's
-// duration (tens of ms), hence how long finish() waits. Halving them from 32k halved the peak of those buffers for
-// about the same compaction time (bench/compactor_replay; docs/performance.md).
+// A round starts when the threads hold Global::round_calls calls (compact_round, 16k by default), or
+// kRoundInterval after the last one, whichever comes first (checked every kPoll). Each compaction moves at most
+// kChunkCalls calls into the compacted log. These bound what waits in buffers (the threads' logs, the backlog: ~150
+// bytes a call) and a chunk's temporaries (a few hundred bytes per call of the chunk and of what the margin keeps),
+// hence the memory added, and a chunk's duration (tens of ms), hence how long finish() waits. Halving them from 32k
+// took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200; the flushes cost the application thread:
+// compact_round=65536 measured ~85 ns a call less (docs/performance.md).
 constexpr auto kPoll = std::chrono::milliseconds(10);
 constexpr auto kRoundInterval = std::chrono::milliseconds(100);
 constexpr size_t kChunkCalls = 16 * 1024;
@@ -249,7 +250,8 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
       log.calls.size() >= g.thread_backlog / (2 * std::max<size_t>(1, g.thread_count.load(std::memory_order_relaxed)))) {
     bool launched_before = false;
     if (c.call.api == ApiKind::KernelLaunch) {
-      if (t_launched_past_cap == nullptr) t_launched_past_cap = new std::unordered_set<uint64_t>;  // kept for the thread's life
+      // Never freed, like ThreadLog: a callback may still come while the thread or the process exits.
+      if (t_launched_past_cap == nullptr) t_launched_past_cap = new std::unordered_set<uint64_t>;
       launched_before = !t_launched_past_cap->insert(c.function).second;
     }
     if (sheddable(c, launched_before)) {

@@ -444,6 +444,26 @@ TEST(Sarif, WhatTheRunMissedIsAToolWarning) {
   EXPECT_NE(notes[2]["message"]["text"].string().find("17 activity records"), std::string::npos);
 }
 
+// Calls counted without analysis (the compact_backlog limit, analysis/compactor.h) are said in every format.
+TEST(Sarif, UnanalyzedCallsAreSaidInEveryFormat) {
+  Fixture fx;
+  EXPECT_EQ(fx.run()["invocations"][0]["toolExecutionNotifications"].size(), 0u);
+  EXPECT_FALSE(fx.run()["invocations"][0]["properties"].has("unanalyzedCalls"));
+  fx.log.run.unanalyzed_calls = 1234;
+  const Value inv = fx.run()["invocations"][0];
+  ASSERT_EQ(inv["toolExecutionNotifications"].size(), 1u);
+  EXPECT_NE(inv["toolExecutionNotifications"][0]["message"]["text"].string().find("1234 ordinary calls were counted but "
+                                                                                  "not analyzed"),
+            std::string::npos);
+  EXPECT_EQ(inv["properties"]["unanalyzedCalls"].int64().value(), 1234);
+  std::ostringstream json, summary;
+  fx.data.run = fx.log.run;  // as make_report copies it
+  write_json(json, fx.data);
+  EXPECT_EQ(parse(json.str())["run"]["unanalyzed_calls"].int64().value(), 1234);
+  write_summary(summary, fx.data, 0);
+  EXPECT_NE(summary.str().find("; 1234 ordinary calls counted but NOT ANALYZED"), std::string::npos) << summary.str();
+}
+
 TEST(Sarif, SiteWithoutAStackSaysSo) {
   Fixture fx;
   fx.data.rows[1].site = CallSite{};
@@ -473,6 +493,7 @@ TEST(SarifFiles, FabricatedRunWithEveryOptionalPart) {
   fx.log.run.monitoring = "off: test";
   fx.log.run.complete = false;
   fx.log.run.dropped_records = 3;
+  fx.log.run.unanalyzed_calls = 5;
   fx.data.baseline = "asynccheck.baseline";
   fx.data.rows[0].in_baseline = true;
   fx.data.rows[0].site.frame.file = "/src/proj/odd/a#b%c?d:e [\xC3\xA9].cu";

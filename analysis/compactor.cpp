@@ -36,7 +36,10 @@ bool by_start_op(const GpuOp& a, const GpuOp& b) { return a.start_ns < b.start_n
 }  // namespace
 
 Compactor::Compactor(const CompactOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog)
-    : options_(options), env_(env), chunk_calls_(std::max<size_t>(1, chunk_calls)), max_backlog_(max_backlog) {}
+    : options_(options),
+      env_(env),
+      chunk_calls_(std::max<size_t>(1, chunk_calls)),
+      max_backlog_(max_backlog == 0 ? 0 : std::max<size_t>(2, max_backlog)) {}  // shedding keeps half: at least 1
 
 void Compactor::remember_launches(const std::vector<ApiCall>& calls, size_t from) {
   for (size_t i = from; i < calls.size(); ++i) {
@@ -44,8 +47,9 @@ void Compactor::remember_launches(const std::vector<ApiCall>& calls, size_t from
   }
 }
 
-bool sheddable(const ApiCall& c, bool function_launched_before) {
-  if (c.stack != 0 || c.result != 0 || c.context_only) return false;
+bool sheddable(const ApiCall& c, bool function_launched_before, uint64_t threshold_ns) {
+  // No stack usually means fast, but an unwind can fail: the time held decides.
+  if (c.stack != 0 || c.result != 0 || c.context_only || c.end_ns - c.start_ns >= threshold_ns) return false;
   switch (c.call.api) {
     case rules::ApiKind::KernelLaunch: return function_launched_before;
     case rules::ApiKind::Copy:
@@ -68,7 +72,7 @@ void Compactor::shed() {
   for (size_t i = 0; i < backlog_calls_.size(); ++i) {
     const ApiCall& c = backlog_calls_[i];
     const bool launch = c.call.api == rules::ApiKind::KernelLaunch;
-    if (i < excess && sheddable(c, launch && launched_.count(c.function) != 0)) {
+    if (i < excess && sheddable(c, launch && launched_.count(c.function) != 0, options_.analysis.threshold_ns)) {
       ++stats_.shed_calls;
       ++central_.carried.calls;
       continue;
@@ -86,19 +90,18 @@ void Compactor::shed() {
 // stacks) and every call later descriptions read; what is lost is evidence about the shed part's work.
 void Compactor::shed_hard() {
   const size_t excess = backlog_calls_.size() - max_backlog_ / 2;
-  const uint64_t until = backlog_calls_[excess].start_ns;  // the shed part: calls and work that started before
-  std::unordered_set<uint64_t> kept_ids;
+  // Only the work of the calls dropped here goes: the backlog's ops also include work of calls already compacted
+  // or still open, queued behind other work (its evidence, and without it a call would wait for it forever).
+  std::unordered_set<uint64_t> dropped_ids;
   size_t out = 0;
   for (size_t i = 0; i < backlog_calls_.size(); ++i) {
     const ApiCall& c = backlog_calls_[i];
-    if (i < excess && c.stack == 0 && !rules::changes_state(c.call.api)) {
+    if (i < excess && c.stack == 0 && !rules::changes_state(c.call.api) && fast(c)) {
       ++stats_.shed_calls;
       ++central_.carried.calls;
+      dropped_ids.insert(c.correlation_id);
+      if (c.driver_correlation_id != 0) dropped_ids.insert(c.driver_correlation_id);
       continue;
-    }
-    if (i < excess) {
-      kept_ids.insert(c.correlation_id);
-      if (c.driver_correlation_id != 0) kept_ids.insert(c.driver_correlation_id);
     }
     backlog_calls_[out++] = c;
   }
@@ -106,7 +109,7 @@ void Compactor::shed_hard() {
   size_t kept_ops = 0;
   for (size_t i = 0; i < backlog_ops_.size(); ++i) {
     GpuOp& op = backlog_ops_[i];
-    if (op.start_ns < until && kept_ids.count(op.correlation_id) == 0) {
+    if (dropped_ids.count(op.correlation_id) != 0) {
       ++central_.carried.ops;
       continue;
     }

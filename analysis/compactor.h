@@ -31,11 +31,12 @@ struct CompactorStats {
 
 // Whether `c` is an ordinary call that may be counted without being analyzed when the analysis falls behind
 // (Compactor::shed, and the capture's per-thread limit): no stack was captured for it (the capture saw it return
-// fast and no rule predicts it blocks or serializes, so it cannot be a finding), it succeeded, and it only enqueued
+// fast and no rule predicts it blocks or serializes, so it cannot be a finding), it held the host less than
+// `threshold_ns` (an unwind that failed leaves no stack either), it succeeded, and it only enqueued
 // work or queried a stream: a copy, a memset, a stream query, or a launch of a kernel launched before (a first
 // launch is a finding's subject). Calls that create or change state later calls read (streams, events,
 // allocations, captures) never are.
-bool sheddable(const ApiCall& c, bool function_launched_before);
+bool sheddable(const ApiCall& c, bool function_launched_before, uint64_t threshold_ns);
 
 class Compactor {
  public:
@@ -73,10 +74,11 @@ class Compactor {
   // flat out): the oldest half of the backlog loses its sheddable() calls, which are counted (carried.calls and
   // run.unanalyzed_calls) but not analyzed. What may change: evidence that would have named a shed call's work by
   // its call, the pending blocking-stream work a legacy-stream call is judged by, activity-record disagreements.
-  // If that is not enough, shed_hard() also drops the other calls without a stack (never state-changing ones)
-  // and the GPU work of that part that no kept call enqueued: the backlog never exceeds the limit after a round.
+  // If that is not enough, shed_hard() also drops the other fast calls without a stack (never state-changing
+  // ones) and the GPU work they enqueued: the backlog never exceeds the limit after a round.
   void shed();
   void shed_hard();
+  bool fast(const ApiCall& c) const { return c.end_ns - c.start_ns < options_.analysis.threshold_ns; }
   void remember_launches(const std::vector<ApiCall>& calls, size_t from);
 
   size_t max_backlog_;

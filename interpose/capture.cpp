@@ -196,8 +196,9 @@ void on_enter(const cupti::ApiSpec& spec, const void*, uint64_t* slot, uint32_t 
     ++t_runtime_depth;
     t_nested_driver_corr = 0;
   }
-  *slot = cupti::timestamp();
+  // Registered first: a call of a new thread must bound the compaction's horizon from its first timestamp on.
   ThreadLog& log = thread_log();
+  *slot = cupti::timestamp();
   if (t_open == 0) log.open_since.store(*slot, std::memory_order_relaxed);
   log.open.store(++t_open, std::memory_order_relaxed);
 }
@@ -254,7 +255,7 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
       if (t_launched_past_cap == nullptr) t_launched_past_cap = new std::unordered_set<uint64_t>;
       launched_before = !t_launched_past_cap->insert(c.function).second;
     }
-    if (sheddable(c, launched_before)) {
+    if (sheddable(c, launched_before, g.threshold_ns)) {
       ++log.shed;
       return;
     }
@@ -332,14 +333,18 @@ size_t pending_calls(Global& g) {
 void compaction_loop() {
   Global& g = global();
   auto last = std::chrono::steady_clock::now();
+  auto last_trim = last;
+  bool behind = false;  // the last round stopped because the threads got a round ahead: take again at once
   std::unique_lock lock(g.stop_mu);
   while (!g.stop) {
-    if (g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop; })) break;
+    if (!behind && g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop; })) break;
     lock.unlock();
     const auto now = std::chrono::steady_clock::now();
+    behind = false;
     if (now - last >= kRoundInterval || pending_calls(g) >= g.round_calls) {
       last = now;
       const uint64_t horizon = take_from_threads(g);
+      bool drained = false;
       // Chunk by chunk, looking for stop() in between: finish() waits for one chunk at most.
       for (bool first = true;; first = false) {
         {
@@ -348,13 +353,23 @@ void compaction_loop() {
         }
         // The threads got a round ahead: after at least one chunk, take their calls first, so that their buffers
         // stay small (the backlog has a limit, compact_backlog, and sheds past it).
-        if (!first && pending_calls(g) >= g.round_calls) break;
+        if (!first && pending_calls(g) >= g.round_calls) {
+          behind = true;
+          break;
+        }
         std::lock_guard cl(g.central_mu);
-        if (!g.compactor->has_backlog()) break;
+        if (!g.compactor->has_backlog()) {
+          drained = true;
+          break;
+        }
         g.compactor->compact_chunk(horizon);
       }
-      // The chunks' temporaries leave holes in the heap that glibc keeps: give them back.
-      malloc_trim(0);
+      // The chunks' temporaries leave holes in the heap that glibc keeps: give them back, once the backlog is
+      // drained or a second has passed (malloc_trim locks every arena in turn: not after every chunk of a flood).
+      if (drained || now - last_trim >= std::chrono::seconds(1)) {
+        malloc_trim(0);
+        last_trim = now;
+      }
     }
     lock.lock();
   }

@@ -624,5 +624,51 @@ TEST(Compactor, PastTheLimitEvenWithoutOrdinaryCallsTheBacklogStaysBounded) {
   for (const Finding& f : a.findings) EXPECT_GE(f.evidence.op, 0);
 }
 
+TEST(Compactor, PastTheLimitTheWorkOfCallsAlreadyCompactedStays) {
+  Builder b;
+  b.blocking_copy(10 * kUs, 300 * kUs);  // held the host, has a stack
+  b.log.ops.back().start_ns = 2 * kMs;   // its copy queued behind other work: starts after later calls
+  b.log.ops.back().end_ns = 2 * kMs + 100 * kUs;
+  b.log.calls.back().end_ns = 2 * kMs + 110 * kUs;
+  uint64_t t = 20 * kUs;
+  std::vector<ApiCall> first{b.log.calls[0]}, second;
+  for (int i = 0; i < 20'000; ++i, t += 5 * kUs) {
+    ApiCall& r = b.call(ApiKind::EventRecord, t, t + 2 * kUs, 0x7000);
+    r.handle = 0x9000;
+    (i < 10 ? first : second).push_back(r);
+  }
+  const Analysis whole = analyze(b.log, options_for(b.log));
+  Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 1, /*max_backlog=*/4096);
+  compactor.add(first, b.log.ops, {}, 0);
+  compactor.compact_chunk(1 * kUs);  // the copy moves into the compacted log; its work (from 2 ms) stays behind
+  compactor.add(second, {}, {}, 0);  // past the limit: shed_hard
+  ASSERT_GT(compactor.stats().shed_calls, 0u);
+  while (compactor.has_backlog()) compactor.compact_chunk(t + 10 * kMs);
+  EventLog out = compactor.take();
+  out.api_names = b.log.api_names;
+  out.stacks = b.log.stacks;
+  const Analysis a = analyze(out, options_for(out));
+  EXPECT_EQ(out.ops.size() + out.carried.ops, b.log.ops.size());
+  ASSERT_EQ(a.findings.size(), whole.findings.size());
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_GE(a.findings[0].evidence.op, 0);  // its own copy, still there
+}
+
+TEST(Compactor, CallsThatHeldTheHostAreNeverShedEvenWithoutAStack) {
+  ApiCall c;
+  c.call.api = ApiKind::Copy;
+  c.start_ns = 0;
+  c.end_ns = 50 * kUs;
+  EXPECT_TRUE(sheddable(c, false, 100 * kUs));
+  c.end_ns = 100 * kUs;  // an unwind that failed leaves no stack: the time decides
+  EXPECT_FALSE(sheddable(c, false, 100 * kUs));
+  c.end_ns = 50 * kUs;
+  c.call.api = ApiKind::KernelLaunch;
+  EXPECT_FALSE(sheddable(c, false, 100 * kUs));  // a first launch
+  EXPECT_TRUE(sheddable(c, true, 100 * kUs));
+  c.call.api = ApiKind::StreamCreate;
+  EXPECT_FALSE(sheddable(c, true, 100 * kUs));
+}
+
 }  // namespace
 }  // namespace asynccheck

@@ -65,7 +65,12 @@ void Compactor::count_shed(uint64_t calls) {
 }
 
 void Compactor::shed() {
-  if (max_backlog_ == 0 || backlog_calls_.size() <= max_backlog_) return;
+  if (max_backlog_ == 0) return;
+  if (backlog_calls_.size() <= max_backlog_) {
+    // The work of calls the capture shed (its per-thread limit) piles up here though the calls do not.
+    if (backlog_ops_.size() > max_backlog_) drop_orphan_work();
+    return;
+  }
   // Down to half the limit, so that a program that stays ahead sheds once per half-limit of calls, not every round.
   const size_t excess = backlog_calls_.size() - max_backlog_ / 2;
   size_t out = 0;  // in place: this runs when memory is already at its limit
@@ -82,6 +87,32 @@ void Compactor::shed() {
   }
   backlog_calls_.resize(out);
   if (backlog_calls_.size() > max_backlog_) shed_hard();
+  drop_orphan_work();
+}
+
+// GPU work that started before every call that could have enqueued it was added, and that no call here enqueued:
+// its call was shed (here or by the capture), or is one we do not watch. Dropped (counted in carried.ops) once
+// shedding started: evidence about other streams' work may go with it, as with the shed calls.
+void Compactor::drop_orphan_work() {
+  std::unordered_set<uint64_t> ids;
+  ids.reserve(2 * (central_.calls.size() + backlog_calls_.size()));
+  for (const std::vector<ApiCall>* calls : {&central_.calls, &backlog_calls_}) {
+    for (const ApiCall& c : *calls) {
+      ids.insert(c.correlation_id);
+      if (c.driver_correlation_id != 0) ids.insert(c.driver_correlation_id);
+    }
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < backlog_ops_.size(); ++i) {
+    GpuOp& op = backlog_ops_[i];
+    if (op.start_ns < calls_before_ns_ && ids.count(op.correlation_id) == 0) {
+      ++central_.carried.ops;
+      continue;
+    }
+    if (kept != i) backlog_ops_[kept] = std::move(op);
+    ++kept;
+  }
+  backlog_ops_.resize(kept);
 }
 
 // Still over the limit once the ordinary calls are gone (they were not enough: event records, syncs that
@@ -90,37 +121,23 @@ void Compactor::shed() {
 // stacks) and every call later descriptions read; what is lost is evidence about the shed part's work.
 void Compactor::shed_hard() {
   const size_t excess = backlog_calls_.size() - max_backlog_ / 2;
-  // Only the work of the calls dropped here goes: the backlog's ops also include work of calls already compacted
-  // or still open, queued behind other work (its evidence, and without it a call would wait for it forever).
-  std::unordered_set<uint64_t> dropped_ids;
   size_t out = 0;
   for (size_t i = 0; i < backlog_calls_.size(); ++i) {
     const ApiCall& c = backlog_calls_[i];
     if (i < excess && c.stack == 0 && !rules::changes_state(c.call.api) && fast(c)) {
       ++stats_.shed_calls;
       ++central_.carried.calls;
-      dropped_ids.insert(c.correlation_id);
-      if (c.driver_correlation_id != 0) dropped_ids.insert(c.driver_correlation_id);
-      continue;
+      continue;  // its work goes with the orphans (drop_orphan_work)
     }
     backlog_calls_[out++] = c;
   }
   backlog_calls_.resize(out);
-  size_t kept_ops = 0;
-  for (size_t i = 0; i < backlog_ops_.size(); ++i) {
-    GpuOp& op = backlog_ops_[i];
-    if (dropped_ids.count(op.correlation_id) != 0) {
-      ++central_.carried.ops;
-      continue;
-    }
-    if (kept_ops != i) backlog_ops_[kept_ops] = std::move(op);
-    ++kept_ops;
-  }
-  backlog_ops_.resize(kept_ops);
 }
 
-void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns) {
+void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,
+                    uint64_t calls_before_ns) {
   ++stats_.rounds;
+  calls_before_ns_ = std::max(calls_before_ns_, calls_before_ns);
   for (const GpuOp& op : ops) {
     if (op.start_ns != 0 && op.end_ns < last_delivered_ns_) {  // CUPTI gives 0 for records it could not time
       ++stats_.late_ops;

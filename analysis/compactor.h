@@ -48,8 +48,10 @@ class Compactor {
 
   // A round's batch: calls and ops in any order (sorted here), and every mark so far (they replace the previous).
   // `delivered_ns`: when the batch was taken (the activity flush before it); an op that ended before the previous
-  // batch's time counts as late (stats).
-  void add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns);
+  // batch's time counts as late (stats). `calls_before_ns`: every call that started before it has been added (or
+  // counted with count_shed): the capture's horizon, at most `delivered_ns`.
+  void add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,
+           uint64_t calls_before_ns);
   bool has_backlog() const { return !backlog_calls_.empty(); }
   size_t backlog_size() const { return backlog_calls_.size(); }
   // Moves the backlog's next chunk into the compacted log and compacts it. `horizon_ns`: everything that ended
@@ -75,9 +77,11 @@ class Compactor {
   // run.unanalyzed_calls) but not analyzed. What may change: evidence that would have named a shed call's work by
   // its call, the pending blocking-stream work a legacy-stream call is judged by, activity-record disagreements.
   // If that is not enough, shed_hard() also drops the other fast calls without a stack (never state-changing
-  // ones) and the GPU work they enqueued: the backlog never exceeds the limit after a round.
+  // ones): the backlog's calls never exceed the limit after a round. drop_orphan_work() then drops the GPU work
+  // no call left enqueued (also when only the capture shed calls and their work piles up past the limit).
   void shed();
   void shed_hard();
+  void drop_orphan_work();
   bool fast(const ApiCall& c) const { return c.end_ns - c.start_ns < options_.analysis.threshold_ns; }
   void remember_launches(const std::vector<ApiCall>& calls, size_t from);
 
@@ -85,6 +89,7 @@ class Compactor {
   std::unordered_set<uint64_t> launched_;  // kernel functions launched so far, in start order
   CompactorStats stats_;
   uint64_t last_delivered_ns_ = 0;
+  uint64_t calls_before_ns_ = 0;
 };
 
 }  // namespace asynccheck

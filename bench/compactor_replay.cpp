@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   std::vector<ApiCall> pending_calls;
   std::vector<GpuOp> pending_ops;  // generated, not yet ended before a round
   Compactor compactor(options, log.run.env, chunk);
-  compactor.add(std::move(head), {}, log.marks, 0);
+  compactor.add(std::move(head), {}, log.marks, 0, 0);
   pending_ops = std::move(head_ops);
   const long base_kb = rss_kb();
   long peak_kb = base_kb;
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     ops.assign(pending_ops.begin(), ended);
     pending_ops.erase(pending_ops.begin(), ended);
     const auto t0 = std::chrono::steady_clock::now();
-    compactor.add(std::move(calls), std::move(ops), log.marks, now);
+    compactor.add(std::move(calls), std::move(ops), log.marks, now, now);
     while (compactor.has_backlog()) compactor.compact_chunk(now);
     malloc_trim(0);
     compact_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

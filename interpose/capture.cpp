@@ -318,7 +318,7 @@ uint64_t take_from_threads(Global& g) {
     }
   }
   std::lock_guard lock(g.central_mu);
-  g.compactor->add(std::move(calls), std::move(ops), std::move(marks), now);
+  g.compactor->add(std::move(calls), std::move(ops), std::move(marks), now, horizon);
   g.compactor->count_shed(shed);
   return horizon;
 }

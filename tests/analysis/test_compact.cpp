@@ -490,7 +490,7 @@ EventLog run_compactor(const EventLog& log, const std::vector<Delivered>& rounds
   base.ops.clear();
   Compactor compactor(compact_options(log, margin), log.run.env, chunk);
   for (const Delivered& d : rounds) {
-    compactor.add(d.calls, d.ops, log.marks, d.time);
+    compactor.add(d.calls, d.ops, log.marks, d.time, d.horizon);
     while (compactor.has_backlog()) compactor.compact_chunk(d.horizon);
   }
   EventLog out = compactor.take();
@@ -566,7 +566,7 @@ TEST(Compactor, PastTheBacklogLimitOrdinaryCallsAreCountedNotAnalyzed) {
   // Everything in one round, as when the analysis falls far behind: the backlog holds all 20k calls.
   std::vector<Delivered> rounds = rounds_of(b.log, 1);
   Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
-  compactor.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time);
+  compactor.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time, rounds[0].horizon);
   while (compactor.has_backlog()) compactor.compact_chunk(rounds[0].horizon);
   EventLog out = compactor.take();
   out.api_names = b.log.api_names;
@@ -607,7 +607,7 @@ TEST(Compactor, PastTheLimitEvenWithoutOrdinaryCallsTheBacklogStaysBounded) {
   const Analysis whole = analyze(b.log, options_for(b.log));
   std::vector<Delivered> rounds = rounds_of(b.log, 1);
   Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
-  compactor.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time);
+  compactor.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time, rounds[0].horizon);
   EXPECT_EQ(compactor.stats().peak_backlog, b.log.calls.size());
   EXPECT_LE(compactor.backlog_size(), 4096u);
   while (compactor.has_backlog()) compactor.compact_chunk(rounds[0].horizon);
@@ -639,9 +639,9 @@ TEST(Compactor, PastTheLimitTheWorkOfCallsAlreadyCompactedStays) {
   }
   const Analysis whole = analyze(b.log, options_for(b.log));
   Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 1, /*max_backlog=*/4096);
-  compactor.add(first, b.log.ops, {}, 0);
+  compactor.add(first, b.log.ops, {}, 0, first.back().start_ns + 1);
   compactor.compact_chunk(1 * kUs);  // the copy moves into the compacted log; its work (from 2 ms) stays behind
-  compactor.add(second, {}, {}, 0);  // past the limit: shed_hard
+  compactor.add(second, {}, {}, 0, t);  // past the limit: shed_hard
   ASSERT_GT(compactor.stats().shed_calls, 0u);
   while (compactor.has_backlog()) compactor.compact_chunk(t + 10 * kMs);
   EventLog out = compactor.take();
@@ -668,6 +668,29 @@ TEST(Compactor, CallsThatHeldTheHostAreNeverShedEvenWithoutAStack) {
   EXPECT_TRUE(sheddable(c, true, 100 * kUs));
   c.call.api = ApiKind::StreamCreate;
   EXPECT_FALSE(sheddable(c, true, 100 * kUs));
+}
+
+TEST(Compactor, WorkOfCallsTheCaptureShedDoesNotPileUp) {
+  Builder b = ordinary_run(20'000);
+  std::vector<Delivered> rounds = rounds_of(b.log, 1);
+  // The capture kept only the calls with a stack and the stream's creation; it counted the rest (its per-thread
+  // limit), but their work still comes from CUPTI.
+  std::vector<ApiCall> kept;
+  for (const ApiCall& c : rounds[0].calls) {
+    if (c.stack != 0 || c.call.api == ApiKind::StreamCreate) kept.push_back(c);
+  }
+  Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
+  compactor.count_shed(rounds[0].calls.size() - kept.size());
+  compactor.add(kept, rounds[0].ops, {}, rounds[0].time, rounds[0].horizon);
+  const EventLog out = compactor.take();
+  EXPECT_LT(out.ops.size(), 100u);  // the kept calls' own work, not 20k kernels nobody enqueued
+  EXPECT_EQ(out.ops.size() + out.carried.ops, b.log.ops.size());
+  EXPECT_EQ(out.calls.size() + out.carried.calls, b.log.calls.size());
+  for (const ApiCall& c : kept) {
+    if (c.stack == 0) continue;
+    EXPECT_TRUE(std::any_of(out.ops.begin(), out.ops.end(), [&](const GpuOp& o) { return o.correlation_id == c.correlation_id; }))
+        << "the work of a kept call was dropped";
+  }
 }
 
 }  // namespace

@@ -41,9 +41,9 @@ Compactor::Compactor(const CompactOptions& options, const rules::Environment& en
       chunk_calls_(std::max<size_t>(1, chunk_calls)),
       max_backlog_(max_backlog == 0 ? 0 : std::max<size_t>(2, max_backlog)) {}  // shedding keeps half: at least 1
 
-void Compactor::remember_launches(const std::vector<ApiCall>& calls, size_t from) {
-  for (size_t i = from; i < calls.size(); ++i) {
-    if (calls[i].call.api == rules::ApiKind::KernelLaunch) launched_.insert(calls[i].function);
+void Compactor::remember_launches(const std::vector<ApiCall>& calls) {
+  for (const ApiCall& c : calls) {
+    if (c.call.api == rules::ApiKind::KernelLaunch) launched_.insert(c.function);
   }
 }
 
@@ -64,6 +64,24 @@ void Compactor::count_shed(uint64_t calls) {
   central_.carried.calls += calls;
 }
 
+// Counts (count_shed) and removes, among the oldest calls of the backlog down to half the limit, those `drop`
+// picks: a program that stays ahead then sheds once per half-limit of calls, not every round. In place: this runs
+// when memory is already at its limit.
+template <typename Drop>
+void Compactor::shed_oldest(Drop drop) {
+  const size_t excess = backlog_calls_.size() - max_backlog_ / 2;
+  size_t out = 0;
+  for (size_t i = 0; i < backlog_calls_.size(); ++i) {
+    const ApiCall& c = backlog_calls_[i];
+    if (i < excess && drop(c)) {
+      count_shed(1);
+      continue;
+    }
+    backlog_calls_[out++] = c;
+  }
+  backlog_calls_.resize(out);
+}
+
 void Compactor::shed() {
   if (max_backlog_ == 0) return;
   if (backlog_calls_.size() <= max_backlog_) {
@@ -71,21 +89,12 @@ void Compactor::shed() {
     if (backlog_ops_.size() > max_backlog_) drop_orphan_work();
     return;
   }
-  // Down to half the limit, so that a program that stays ahead sheds once per half-limit of calls, not every round.
-  const size_t excess = backlog_calls_.size() - max_backlog_ / 2;
-  size_t out = 0;  // in place: this runs when memory is already at its limit
-  for (size_t i = 0; i < backlog_calls_.size(); ++i) {
-    const ApiCall& c = backlog_calls_[i];
-    const bool launch = c.call.api == rules::ApiKind::KernelLaunch;
-    if (i < excess && sheddable(c, launch && launched_.count(c.function) != 0, options_.analysis.threshold_ns)) {
-      ++stats_.shed_calls;
-      ++central_.carried.calls;
-      continue;
-    }
-    if (i < excess && launch) launched_.insert(c.function);
-    backlog_calls_[out++] = c;
-  }
-  backlog_calls_.resize(out);
+  shed_oldest([&](const ApiCall& c) {
+    // A launch's function is remembered either way: the first launch of one stays and makes the next sheddable.
+    const bool launched_before =
+        c.call.api == rules::ApiKind::KernelLaunch && !launched_.insert(c.function).second;
+    return sheddable(c, launched_before, options_.analysis.threshold_ns);
+  });
   if (backlog_calls_.size() > max_backlog_) shed_hard();
   drop_orphan_work();
 }
@@ -116,22 +125,11 @@ void Compactor::drop_orphan_work() {
 }
 
 // Still over the limit once the ordinary calls are gone (they were not enough: event records, syncs that
-// returned at once): the oldest calls without a stack go too, state-changing ones aside, and the GPU work of the
-// shed part that no kept call enqueued. What stays is every call that held the host or may block (those have
-// stacks) and every call later descriptions read; what is lost is evidence about the shed part's work.
+// returned at once): the oldest fast calls without a stack go too, state-changing ones aside; their work goes with
+// the orphans (drop_orphan_work). What stays is every call that held the host or may block (those have stacks) and
+// every call later descriptions read; what is lost is evidence about the shed part's work.
 void Compactor::shed_hard() {
-  const size_t excess = backlog_calls_.size() - max_backlog_ / 2;
-  size_t out = 0;
-  for (size_t i = 0; i < backlog_calls_.size(); ++i) {
-    const ApiCall& c = backlog_calls_[i];
-    if (i < excess && c.stack == 0 && !rules::changes_state(c.call.api) && fast(c)) {
-      ++stats_.shed_calls;
-      ++central_.carried.calls;
-      continue;  // its work goes with the orphans (drop_orphan_work)
-    }
-    backlog_calls_[out++] = c;
-  }
-  backlog_calls_.resize(out);
+  shed_oldest([&](const ApiCall& c) { return c.stack == 0 && !rules::changes_state(c.call.api) && fast(c); });
 }
 
 void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,
@@ -161,7 +159,7 @@ void Compactor::compact_chunk(uint64_t horizon_ns) {
   std::vector<ApiCall> calls = take_front(backlog_calls_, backlog_calls_.begin() + static_cast<std::ptrdiff_t>(k));
   std::vector<GpuOp> ops = take_front(backlog_ops_, std::lower_bound(backlog_ops_.begin(), backlog_ops_.end(), next,
                                                                      [](const GpuOp& op, uint64_t t) { return op.start_ns < t; }));
-  remember_launches(calls, 0);
+  remember_launches(calls);
   merge_into(central_.calls, std::move(calls), by_start_call);
   merge_into(central_.ops, std::move(ops), by_start_op);
   central_.run.threshold_ns = options_.analysis.threshold_ns;

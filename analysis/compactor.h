@@ -81,9 +81,11 @@ class Compactor {
   // no call left enqueued (also when only the capture shed calls and their work piles up past the limit).
   void shed();
   void shed_hard();
+  template <typename Drop>
+  void shed_oldest(Drop drop);
   void drop_orphan_work();
   bool fast(const ApiCall& c) const { return c.end_ns - c.start_ns < options_.analysis.threshold_ns; }
-  void remember_launches(const std::vector<ApiCall>& calls, size_t from);
+  void remember_launches(const std::vector<ApiCall>& calls);
 
   size_t max_backlog_;
   std::unordered_set<uint64_t> launched_;  // kernel functions launched so far, in start order

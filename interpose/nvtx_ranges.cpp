@@ -168,7 +168,7 @@ std::string message_of(Table& t, const nvtxEventAttributes_t* a) {
   }
 }
 
-void push_named(const void* domain, const std::string& name) {
+void push_named(const void* domain, std::string_view name) {
   Table& t = table();
   uint32_t id;
   {
@@ -183,13 +183,7 @@ void push_ascii(const void* domain, const char* message) {
   // The common case, a name seen before: looked up in place, no copy.
   const std::string_view name(message, strnlen(message, kMaxNameBytes + 1));
   if (name.size() > kMaxNameBytes) return push_named(domain, cut(std::string(name)));
-  Table& t = table();
-  uint32_t id;
-  {
-    std::lock_guard lock(t.mu);
-    id = intern(t, domain, name);
-  }
-  push(domain, id);
+  push_named(domain, name);
 }
 
 void push_event(const void* domain, const nvtxEventAttributes_t* a) {

@@ -495,9 +495,6 @@ std::vector<Delivered> rounds_of(const EventLog& log, int rounds) {
 
 EventLog run_compactor(const EventLog& log, const std::vector<Delivered>& rounds, uint64_t margin, size_t chunk,
                        CompactorStats* stats = nullptr) {
-  EventLog base = log;  // what the capture adds at the end: names, stacks, modules, the run
-  base.calls.clear();
-  base.ops.clear();
   Compactor compactor(compact_options(log, margin), log.run.env, chunk);
   for (const Delivered& d : rounds) {
     compactor.add(d.calls, d.ops, log.marks, d.time, d.horizon);

@@ -19,6 +19,7 @@
 
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
+#include "interpose/blocking_streams.h"
 #include "interpose/host_ranges.h"
 #include "interpose/lock_within.h"
 #include "interpose/nvtx_ranges.h"
@@ -63,6 +64,8 @@ struct Global {
   std::vector<ThreadLog*> threads;
   std::vector<Mark> marks;
   HostRanges ranges;
+  BlockingStreams streams;
+  std::atomic<uint64_t> stacks_walked{0};  // for the `stats` option
   // Compaction (bounded memory, analysis/compactor.h): a thread of ours moves what the application threads
   // captured into the compactor each round, which compacts it a chunk at a time, so that each compaction (and the
   // wait of finish() for one) stays short however much piled up. Off when every event must be kept (trace).
@@ -240,10 +243,16 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
     c.call.dst = k == MemoryKind::Unknown ? MemoryKind::Device : k;
   }
   update_ranges(c, g.ranges);
+  g.streams.observe(c);
   if (g.on_first_call) std::call_once(g.first_call, g.on_first_call);
-  // Stacks only for the calls that matter: they held the host, or the rules say they may block or serialize.
-  const bool matters = end - c.start_ns >= g.threshold_ns || rules::predict(c.call).may_hold_host() || on_legacy_stream(c);
-  if (matters) c.stack = capture_stack(3);  // skip capture_stack, on_exit and CUPTI's dispatcher
+  // Stacks only for the calls that matter: they held the host, or the rules say they may block, or they may
+  // serialize with another blocking stream's work (blocking_streams.h: not while there is none).
+  const bool matters = end - c.start_ns >= g.threshold_ns || rules::predict(c.call).may_hold_host() ||
+                       (on_legacy_stream(c) && g.streams.others_possible());
+  if (matters) {
+    c.stack = capture_stack(3);  // skip capture_stack, on_exit and CUPTI's dispatcher
+    g.stacks_walked.fetch_add(1, std::memory_order_relaxed);
+  }
   ThreadLog& log = thread_log();
   c.thread = log.thread;
   std::lock_guard lock(log.mu);
@@ -396,6 +405,8 @@ Stats stats() {
   std::lock_guard lock(g.central_mu, std::adopt_lock);
   return g.compactor ? g.compactor->stats() : Stats{};
 }
+
+uint64_t stacks_walked() { return global().stacks_walked.load(std::memory_order_relaxed); }
 
 void set_compaction(bool on, const rules::Environment& env, size_t round_calls, size_t max_backlog) {
   Global& g = global();

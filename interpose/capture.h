@@ -19,6 +19,8 @@ void set_compaction(bool on, const rules::Environment& env, size_t round_calls, 
 // What compaction did, for the `stats` option (analysis/compactor.h); all zero with compaction off.
 using Stats = CompactorStats;
 Stats stats();
+// How many call stacks the capture walked (the calls that matter: capture.cpp, on_exit), for the `stats` option.
+uint64_t stacks_walked();
 
 // Subscribes to CUPTI and starts recording. On failure returns false with a one-line reason.
 // `on_first_call` runs once, on the first watched call (after the CUDA runtime registered its own exit

@@ -175,7 +175,8 @@ std::string stats_line(const EventLog& log) {
     << " rounds, " << st.chunks << " chunks (largest " << st.largest_chunk << " calls, longest "
     << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, " << static_cast<double>(st.compact_ns) / 1e6 << " ms in all), backlog peak "
     << st.peak_backlog << " calls, " << st.shed_calls << " ordinary calls shed at the compact_backlog limit; " << st.late_ops << " activity records a round late (ended up to "
-    << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
+    << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); " << capture::stacks_walked()
+    << " call stacks walked; peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
   return o.str();
 }
 

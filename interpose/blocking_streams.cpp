@@ -1,0 +1,48 @@
+#include "interpose/blocking_streams.h"
+
+namespace asynccheck {
+namespace {
+
+constexpr uint64_t kLegacyHandle = 0x1;     // cudaStreamLegacy == CU_STREAM_LEGACY
+constexpr uint64_t kPerThreadHandle = 0x2;  // cudaStreamPerThread == CU_STREAM_PER_THREAD
+constexpr uint32_t kNonBlockingFlag = 0x1;  // cudaStreamNonBlocking == CU_STREAM_NON_BLOCKING
+
+// The last stream this thread found among the non-blocking ones, for the instance and generation it was found in.
+struct Cache {
+  const void* owner = nullptr;
+  uint64_t generation = 0;
+  uint64_t stream = 0;
+};
+thread_local Cache t_cache;
+
+}  // namespace
+
+void BlockingStreams::observe(const ApiCall& c) {
+  if (others_possible()) return;  // nothing left to learn
+  const rules::CallDescription& d = c.call;
+  if (d.per_thread_variant || c.stream == kPerThreadHandle) return set();
+  switch (d.api) {
+    case rules::ApiKind::StreamCreate: {
+      if (c.result != 0 || c.handle == 0) return;
+      if ((c.flags & kNonBlockingFlag) == 0) return set();
+      std::lock_guard lock(mu_);
+      non_blocking_.insert(c.handle);
+      return;
+    }
+    case rules::ApiKind::StreamDestroy: {
+      std::lock_guard lock(mu_);
+      non_blocking_.erase(c.handle);
+      generation_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    default: break;
+  }
+  if (c.stream == 0 || c.stream == kLegacyHandle) return;
+  const uint64_t generation = generation_.load(std::memory_order_relaxed);
+  if (t_cache.owner == this && t_cache.generation == generation && t_cache.stream == c.stream) return;
+  std::lock_guard lock(mu_);
+  if (non_blocking_.count(c.stream) == 0) return set();  // blocking or never seen created: serialization possible
+  t_cache = {this, generation, c.stream};
+}
+
+}  // namespace asynccheck

@@ -1,0 +1,45 @@
+// Whether the program may have a blocking stream besides the legacy default stream, from the calls seen so far:
+// a stream created without cudaStreamNonBlocking, the per-thread default stream (it synchronizes with the legacy
+// one), or a stream handle we never saw created (made before we attached, or by a path we do not watch; the
+// analysis takes those for blocking streams too: analysis/analyze.cpp, blocking_kind).
+//
+// Until one exists, no command on the legacy default stream can wait for, or hold back, another stream's work,
+// which is all the legacy-stream-serialization rule measures; so the capture does not walk those commands' stacks
+// (a stack is what a finding needs). PyTorch enqueues its default stream's work on the legacy stream and creates
+// its other streams non-blocking: a stack walk per launch (through libcuda and libtorch, then the Python frames)
+// was most of what asynccheck added to a launch-bound training loop (docs/performance.md).
+//
+// What this gives up: a legacy-stream command enqueued before the program's first other blocking stream exists,
+// whose GPU work is still running when work is enqueued on that new stream, can be a finding without a call
+// site (the report shows its API and rule, no stack). Once set, the answer never goes back.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <unordered_set>
+
+#include "analysis/events.h"
+
+namespace asynccheck {
+
+class BlockingStreams {
+ public:
+  // Every call the capture records, before its stack is decided; `c` decoded (entry and, on success, exit).
+  // Safe from any thread. Cheap for the common case: a call on the legacy stream, or on the non-blocking stream
+  // this thread used last, takes no lock.
+  void observe(const ApiCall& c);
+  bool others_possible() const { return others_.load(std::memory_order_relaxed); }
+
+ private:
+  void set() { others_.store(true, std::memory_order_relaxed); }
+
+  std::atomic<bool> others_{false};
+  // Non-blocking streams created and not yet destroyed. A destroy bumps the generation, which invalidates every
+  // thread's one-entry cache of the last stream it found here (the handle may be reused by another stream).
+  std::mutex mu_;
+  std::unordered_set<uint64_t> non_blocking_;
+  std::atomic<uint64_t> generation_{0};
+};
+
+}  // namespace asynccheck

@@ -10,11 +10,12 @@
 // shows in the figure. A warm-up (module load, first launch, first copy) comes first, untimed.
 //
 // Prints one line (key=value, machine-readable), e.g.
-//     RESULT threads=1 calls=1000000 timed_ns=1834000000 ns_per_call=1834.0 wall_ns=... max_rss_kb=...
+//     RESULT threads=1 calls=1000000 timed_ns=1834000000 ns_per_call=1834.0 wall_ns=... max_rss_kb=... minflt_per_kcall=...
 // calls: the timed calls of all threads; timed_ns: the sum over threads of their timed enqueue time;
 // ns_per_call = timed_ns / calls (the host time one call costs the thread that makes it); wall_ns: from before
 // the threads' setup to the last thread's end (setup, warm-up and syncs included); max_rss_kb: getrusage's peak
-// RSS at that point (before exit: the exit-time analysis of a tool is not in it).
+// RSS at that point (before exit: the exit-time analysis of a tool is not in it); minflt_per_kcall: page faults
+// the calling threads took in their loops (syncs included), per 1000 calls: memory a tool makes them touch afresh.
 #include <cuda_runtime.h>
 #include <sys/resource.h>
 
@@ -54,7 +55,14 @@ struct Worker {
   cudaEvent_t event = nullptr;
   uint64_t timed_ns = 0;
   uint64_t calls = 0;
+  uint64_t minor_faults = 0;
 };
+
+long thread_minor_faults() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_minflt;
+}
 
 // One call of the cycle; returns false on an error (cudaErrorNotReady from the query is not one).
 inline cudaError_t call(Worker& w, uint64_t i) {
@@ -86,6 +94,7 @@ void run(Worker& w, uint64_t calls, uint64_t batch, std::atomic<int>& ready, int
   setup(w);
   ready.fetch_add(1);
   while (ready.load() < threads) std::this_thread::yield();  // all threads start the timed loop together
+  const long faults0 = thread_minor_faults();
   uint64_t done = 0;
   while (done < calls) {
     const uint64_t n = calls - done < batch ? calls - done : batch;
@@ -102,6 +111,7 @@ void run(Worker& w, uint64_t calls, uint64_t batch, std::atomic<int>& ready, int
     check(cudaStreamSynchronize(w.stream), "cudaStreamSynchronize");  // outside the timed region
   }
   w.calls = done;
+  w.minor_faults = static_cast<uint64_t>(thread_minor_faults() - faults0);
 }
 
 }  // namespace
@@ -133,10 +143,11 @@ int main(int argc, char** argv) {
   }
   const auto w1 = std::chrono::steady_clock::now();
 
-  uint64_t timed = 0, total = 0;
+  uint64_t timed = 0, total = 0, faults = 0;
   for (const auto& w : workers) {
     timed += w.timed_ns;
     total += w.calls;
+    faults += w.minor_faults;
   }
   for (auto& w : workers) {
     cudaEventDestroy(w.event);
@@ -147,10 +158,10 @@ int main(int argc, char** argv) {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   std::printf("RESULT threads=%" PRIu64 " calls=%" PRIu64 " batch=%" PRIu64 " timed_ns=%" PRIu64
-              " ns_per_call=%.1f wall_ns=%lld max_rss_kb=%ld\n",
+              " ns_per_call=%.1f wall_ns=%lld max_rss_kb=%ld minflt_per_kcall=%.3f\n",
               threads, total, batch, timed, total ? static_cast<double>(timed) / static_cast<double>(total) : 0.0,
               static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(w1 - w0).count()),
-              ru.ru_maxrss);
+              ru.ru_maxrss, total ? 1000.0 * static_cast<double>(faults) / static_cast<double>(total) : 0.0);
   std::fflush(stdout);
   return 0;
 }

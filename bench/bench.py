@@ -47,8 +47,8 @@ SECTION_CUTOFF = {"percall1": 0.30, "percall8": 0.52, "startup": 0.57, "torch": 
 TIMEOUT_S = {"verify": 60, "percall1": 150, "percall8": 150, "startup": 30, "torch": 180, "large": 300}
 
 RAW_FIELDS = ["bench", "config", "round", "order", "rc", "timed_out", "valid", "wall_ns", "max_rss_kb",
-              "threads", "calls", "timed_ns", "ns_per_call", "prog_wall_ns", "prog_rss_kb", "launch_steps_per_s",
-              "gpu_steps_per_s", "note"]
+              "threads", "calls", "timed_ns", "ns_per_call", "prog_wall_ns", "prog_rss_kb", "minflt_per_kcall",
+              "launch_steps_per_s", "gpu_steps_per_s", "note"]
 
 
 def human_calls(n):
@@ -171,7 +171,8 @@ class Runner:
                    valid=int(valid), wall_ns=wall, max_rss_kb=rss, threads=res.get("threads", ""),
                    calls=res.get("calls", ""), timed_ns=res.get("timed_ns", ""),
                    ns_per_call=res.get("ns_per_call", ""), prog_wall_ns=res.get("wall_ns", ""),
-                   prog_rss_kb=res.get("max_rss_kb", ""), launch_steps_per_s=res.get("launch_steps_per_s", ""),
+                   prog_rss_kb=res.get("max_rss_kb", ""),
+                   minflt_per_kcall=res.get("minflt_per_kcall", ""), launch_steps_per_s=res.get("launch_steps_per_s", ""),
                    gpu_steps_per_s=res.get("gpu_steps_per_s", ""), note="; ".join(notes))
         self.rows.append(row)
         shown = res.get("ns_per_call") or "/".join(res[k] for k in ("launch_steps_per_s", "gpu_steps_per_s")

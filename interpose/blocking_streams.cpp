@@ -23,8 +23,8 @@ void BlockingStreams::observe(const ApiCall& c) {
   if (d.per_thread_variant || c.stream == kPerThreadHandle) return set();
   switch (d.api) {
     case rules::ApiKind::StreamCreate: {
-      if (c.result != 0 || c.handle == 0) return;
-      if ((c.flags & kNonBlockingFlag) == 0) return set();
+      // A blocking stream matters once it is given work (a call on it, below): creating one is not enough.
+      if (c.result != 0 || c.handle == 0 || (c.flags & kNonBlockingFlag) == 0) return;
       std::lock_guard lock(mu_);
       non_blocking_.insert(c.handle);
       return;
@@ -41,7 +41,7 @@ void BlockingStreams::observe(const ApiCall& c) {
   const uint64_t generation = generation_.load(std::memory_order_relaxed);
   if (t_cache.owner == this && t_cache.generation == generation && t_cache.stream == c.stream) return;
   std::lock_guard lock(mu_);
-  if (non_blocking_.count(c.stream) == 0) return set();  // blocking or never seen created: serialization possible
+  if (non_blocking_.count(c.stream) == 0) return set();  // blocking, or never seen created: serialization possible
   t_cache = {this, generation, c.stream};
 }
 

@@ -1,17 +1,18 @@
-// Whether the program may have a blocking stream besides the legacy default stream, from the calls seen so far:
-// a stream created without cudaStreamNonBlocking, the per-thread default stream (it synchronizes with the legacy
-// one), or a stream handle we never saw created (made before we attached, or by a path we do not watch; the
-// analysis takes those for blocking streams too: analysis/analyze.cpp, blocking_kind).
+// Whether the program may have work in a blocking stream besides the legacy default stream, from the calls seen so
+// far: a call on a stream created without cudaStreamNonBlocking, on the per-thread default stream (it synchronizes
+// with the legacy one), or on a stream handle we never saw created (made before we attached, or by a path we do not
+// watch; the analysis takes those for blocking streams too: analysis/analyze.cpp, blocking_kind).
 //
-// Until one exists, no command on the legacy default stream can wait for, or hold back, another stream's work,
-// which is all the legacy-stream-serialization rule measures; so the capture does not walk those commands' stacks
-// (a stack is what a finding needs). PyTorch enqueues its default stream's work on the legacy stream and creates
-// its other streams non-blocking: a stack walk per launch (through libcuda and libtorch, then the Python frames)
-// was most of what asynccheck added to a launch-bound training loop (docs/performance.md).
+// Until then, no command on the legacy default stream can wait for, or hold back, another stream's work, which is
+// all the legacy-stream-serialization rule measures; so the capture does not walk those commands' stacks (a stack
+// is what a finding needs). PyTorch enqueues its default stream's work on the legacy stream and its other streams
+// are non-blocking (one blocking stream is created in a training process, and never given work): a stack walk per
+// launch (through libcuda and libtorch, then the Python frames, ~10 us) was most of what asynccheck added to a
+// launch-bound training loop beyond the CUPTI floor (docs/performance.md).
 //
-// What this gives up: a legacy-stream command enqueued before the program's first other blocking stream exists,
-// whose GPU work is still running when work is enqueued on that new stream, can be a finding without a call
-// site (the report shows its API and rule, no stack). Once set, the answer never goes back.
+// What this gives up: a legacy-stream command enqueued before any other blocking stream had work, whose GPU work
+// is still running when the first such work is enqueued and held back by it, is a finding without a call site (the
+// report shows its API and rule, no stack). Every later one has its stack: once set, the answer never goes back.
 #pragma once
 
 #include <atomic>
@@ -27,7 +28,7 @@ class BlockingStreams {
  public:
   // Every call the capture records, before its stack is decided; `c` decoded (entry and, on success, exit).
   // Safe from any thread. Cheap for the common case: a call on the legacy stream, or on the non-blocking stream
-  // this thread used last, takes no lock.
+  // this thread used last, takes no lock. A stream's creation or destruction is not a use of it.
   void observe(const ApiCall& c);
   bool others_possible() const { return others_.load(std::memory_order_relaxed); }
 

@@ -1,5 +1,5 @@
-// When the capture may skip the stacks of legacy-default-stream commands: only while no other blocking stream can
-// exist (interpose/blocking_streams.h). Each way one can come to exist must set it, and nothing else may.
+// When the capture may skip the stacks of legacy-default-stream commands: only while no other blocking stream has
+// been used (interpose/blocking_streams.h). Each way one can be used must set it, and nothing else may.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -56,10 +56,21 @@ TEST(BlockingStreams, LegacyStreamAndNonBlockingStreamsAlone) {
   EXPECT_FALSE(s.others_possible());
 }
 
-TEST(BlockingStreams, StreamCreatedBlocking) {
+TEST(BlockingStreams, BlockingStreamCountsOnceItIsUsed) {
+  // A training process under PyTorch creates one blocking stream and never gives it work.
   BlockingStreams s;
   s.observe(create(0xa000, 0));  // cudaStreamCreate: blocking by default
+  s.observe(launch(0));
+  EXPECT_FALSE(s.others_possible());
+  s.observe(launch(0xa000));
   EXPECT_TRUE(s.others_possible());
+}
+
+TEST(BlockingStreams, DestroyingABlockingStreamIsNoUse) {
+  BlockingStreams s;
+  s.observe(create(0xa000, 0));
+  s.observe(destroy(0xa000));
+  EXPECT_FALSE(s.others_possible());
 }
 
 TEST(BlockingStreams, FailedCreationCreatesNothing) {

@@ -10,6 +10,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace asynccheck::cupti {
 namespace {
@@ -34,6 +35,7 @@ struct State {
   // of ms a round with 8 threads launching flat out, measured on the H200).
   uint64_t completed = 0, decoded = 0;
   bool worker_started = false;
+  uint8_t* spare = nullptr;  // one decoded buffer kept for the next request (buffer_requested says why)
 };
 
 State& state() {
@@ -43,12 +45,21 @@ State& state() {
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   State& s = state();
-  // A fresh mapping for every buffer, unmapped once decoded: a reused buffer would keep every page it ever
-  // filled resident (CUPTI fills some buffers only partly: each round's forced flush hands the current one back),
-  // so a pool grows towards its count x buffer_bytes of resident memory over a long run. The page faults of a
-  // fresh mapping are what the CUPTI floor pays too (bench/cupti_floor.cpp frees its buffers).
-  void* p = mmap(nullptr, s.buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  uint8_t* b = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+  // The last decoded buffer if there is one, else a fresh mapping; the worker keeps one decoded buffer and unmaps
+  // the others. CUPTI writes over the whole of a buffer it is given, on the application thread that asked for it:
+  // with a fresh mapping for every buffer that was ~2,000 page faults a buffer, one buffer each round's forced flush
+  // (155 faults per 1000 calls in bench/api_calls against the CUPTI floor's 7.6, whose freed buffers malloc hands
+  // back; measured on the H200, docs/performance.md). A pool without a bound grows towards its count x buffer_bytes
+  // of resident memory over a long run; one spare costs at most one buffer.
+  uint8_t* b = nullptr;
+  {
+    std::lock_guard lock(s.mu);
+    b = std::exchange(s.spare, nullptr);
+  }
+  if (b == nullptr) {
+    void* p = mmap(nullptr, s.buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    b = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+  }
   *buffer = b;
   *size = b ? s.buffer_bytes : 0;  // 0: CUPTI drops the records, and counts them (dropped_records)
   *max_records = 0;
@@ -78,8 +89,14 @@ void worker() {
     std::vector<GpuOp> ops;
     std::string device;
     decode_buffer(c.buffer, c.valid, ops, &device);
-    if (c.buffer != nullptr) munmap(c.buffer, c.size);
     lock.lock();
+    if (c.buffer != nullptr && s.spare == nullptr && c.size == s.buffer_bytes) {
+      s.spare = std::exchange(c.buffer, nullptr);
+    } else if (c.buffer != nullptr) {
+      lock.unlock();
+      munmap(c.buffer, c.size);
+      lock.lock();
+    }
     s.ops.insert(s.ops.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
     if (!device.empty() && s.device.empty()) s.device = device;
     ++s.decoded;  // one worker, first in first out: everything handed off before this buffer is decoded too

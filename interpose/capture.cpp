@@ -52,6 +52,10 @@ struct ThreadLog {
   // Ordinary calls counted instead of appended because `calls` held its share of Global::thread_backlog (the
   // analysis fell behind the program: compactor.h, sheddable). Guarded by mu.
   uint64_t shed = 0;
+  // The buffer `calls` was before the last round took it, emptied, for the next round to swap in (guarded by mu).
+  // A buffer the thread fills afresh each round costs it a page fault every 28 calls (~35 faults per 1000 calls
+  // in bench/api_calls on the H200); this one's pages stay mapped.
+  std::vector<ApiCall> spare;
 };
 
 struct Global {
@@ -246,7 +250,7 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
   g.streams.observe(c);
   if (g.on_first_call) std::call_once(g.first_call, g.on_first_call);
   // Stacks only for the calls that matter: they held the host, or the rules say they may block, or they may
-  // serialize with another blocking stream's work (blocking_streams.h: not while there is none).
+  // serialize with another blocking stream's work (blocking_streams.h: not while no such stream had work).
   const bool matters = end - c.start_ns >= g.threshold_ns || rules::predict(c.call).may_hold_host() ||
                        (on_legacy_stream(c) && g.streams.others_possible());
   if (matters) {
@@ -299,12 +303,11 @@ uint64_t take_from_threads(Global& g) {
   std::vector<ApiCall> calls;
   uint64_t shed = 0;
   for (ThreadLog* t : threads) {
-    // The thread waits on its lock while we hold it: only swap buffers here (and at most one allocation, so that
-    // the fresh buffer has the capacity one interval needed and the thread does not reallocate as it appends);
-    // the copy happens outside. A thread stopped while holding its lock (a signal) is skipped, and stays open.
-    std::vector<ApiCall> taken, fresh;
+    // The thread waits on its lock while we hold it: only swap buffers here (an allocation only the first time,
+    // so that the thread does not reallocate as it appends); the copy happens outside. A thread stopped while
+    // holding its lock (a signal) is skipped, and stays open.
+    std::vector<ApiCall> taken;
     const size_t expected = t->pending.load(std::memory_order_relaxed);
-    fresh.reserve(std::max<size_t>(4096, std::min(expected, g.round_calls)));
     if (!lock_within(t->mu, std::chrono::milliseconds(50))) {
       horizon = 0;
       continue;
@@ -312,7 +315,8 @@ uint64_t take_from_threads(Global& g) {
     {
       std::lock_guard lock(t->mu, std::adopt_lock);
       taken.swap(t->calls);
-      t->calls.swap(fresh);
+      if (t->spare.capacity() == 0) t->spare.reserve(std::max<size_t>(4096, std::min(expected, g.round_calls)));
+      t->calls.swap(t->spare);
       shed += std::exchange(t->shed, 0);
       t->pending.store(0, std::memory_order_relaxed);
       // Read under the lock: a call open now is not in `taken` and bounds the horizon; a call that starts after
@@ -320,10 +324,12 @@ uint64_t take_from_threads(Global& g) {
       const uint64_t since = t->open_since.load(std::memory_order_acquire);
       if (since != 0 && since < horizon) horizon = since;
     }
-    if (calls.empty()) {
-      calls = std::move(taken);  // one thread (the common case): no copy
-    } else {
-      calls.insert(calls.end(), taken.begin(), taken.end());
+    calls.insert(calls.end(), taken.begin(), taken.end());
+    // Back as the next round's buffer, unless a burst (the analysis behind) made it larger than two rounds.
+    taken.clear();
+    if (taken.capacity() <= 2 * g.round_calls && lock_within(t->mu, std::chrono::milliseconds(50))) {
+      std::lock_guard lock(t->mu, std::adopt_lock);
+      if (t->spare.capacity() < taken.capacity()) t->spare.swap(taken);
     }
   }
   std::lock_guard lock(g.central_mu);

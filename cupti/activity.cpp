@@ -29,7 +29,7 @@ struct State {
   std::vector<GpuOp> ops;        // decoded
   std::string device;
   uint64_t dropped = 0;
-  size_t buffer_bytes = 8 << 20;
+  size_t buffer_bytes = 4 << 20;  // activity_buffer_kb (options.def)
   // Buffers handed off and buffers decoded, ever: a flush waits until what was handed off when it returned is
   // decoded, not until the queue is empty (under a flood of records it would never be: the wait grew to hundreds
   // of ms a round with 8 threads launching flat out, measured on the H200).
@@ -47,10 +47,11 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   State& s = state();
   // The last decoded buffer if there is one, else a fresh mapping; the worker keeps one decoded buffer and unmaps
   // the others. CUPTI writes over the whole of a buffer it is given, on the application thread that asked for it:
-  // with a fresh mapping for every buffer that was ~2,000 page faults a buffer, one buffer each round's forced flush
-  // (155 faults per 1000 calls in bench/api_calls against the CUPTI floor's 7.6, whose freed buffers malloc hands
-  // back; measured on the H200, docs/performance.md). A pool without a bound grows towards its count x buffer_bytes
-  // of resident memory over a long run; one spare costs at most one buffer.
+  // with a fresh mapping for every buffer that was a page fault per page (~2,000 for the 8 MiB buffers of then), one
+  // buffer each round's forced flush: 155 faults per 1000 calls in bench/api_calls against the CUPTI floor's 7.6,
+  // whose freed buffers malloc hands back (H200, docs/performance.md). A pool without a bound grows towards its
+  // count x buffer_bytes of resident memory over a long run; one spare costs at most one buffer (hence 4 MiB
+  // buffers by default: the spare and the buffer CUPTI fills cost what one 8 MiB buffer did).
   uint8_t* b = nullptr;
   {
     std::lock_guard lock(s.mu);

@@ -95,10 +95,12 @@ struct Global {
 // kChunkCalls calls into the compacted log. These bound what waits in buffers (the threads' logs, the backlog: ~150
 // bytes a call) and a chunk's temporaries (a few hundred bytes per call of the chunk and of what the margin keeps),
 // hence the memory added, and a chunk's duration (tens of ms), hence how long finish() waits. Halving them from 32k
-// took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200; the flushes cost the application thread:
-// compact_round=65536 measured ~85 ns a call less (docs/performance.md).
+// took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200. The interval only matters to programs that
+// make fewer calls (a launch-bound PyTorch loop: ~35k a second, a round by count every half second): each round
+// starts with a forced flush of CUPTI's buffers, which the program's thread pays for; rounds every 100 ms measured
+// +38% against the floor's +23% on that loop, every second +33% (5 interleaved rounds each, H200; noisy).
 constexpr auto kPoll = std::chrono::milliseconds(10);
-constexpr auto kRoundInterval = std::chrono::milliseconds(100);
+constexpr auto kRoundInterval = std::chrono::seconds(1);
 constexpr size_t kChunkCalls = 16 * 1024;
 // Shorter than compact.h's default (50 ms): at a launch-bound loop's ~0.4M calls a second, what the margin keeps
 // is analyzed again in every chunk. Records of finished work reach us at the flush that starts each round; the
@@ -350,6 +352,7 @@ void compaction_loop() {
   auto last = std::chrono::steady_clock::now();
   auto last_trim = last;
   bool behind = false;  // the last round stopped because the threads got a round ahead: take again at once
+  bool fell_behind = false;  // the backlog grew past two rounds since the last malloc_trim
   std::unique_lock lock(g.stop_mu);
   while (!g.stop) {
     if (!behind && g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop; })) break;
@@ -359,6 +362,10 @@ void compaction_loop() {
     if (now - last >= kRoundInterval || pending_calls(g) >= g.round_calls) {
       last = now;
       const uint64_t horizon = take_from_threads(g);
+      {
+        std::lock_guard cl(g.central_mu);
+        if (g.compactor->backlog_size() > 2 * g.round_calls) fell_behind = true;
+      }
       bool drained = false;
       // Chunk by chunk, looking for stop() in between: finish() waits for one chunk at most.
       for (bool first = true;; first = false) {
@@ -369,7 +376,7 @@ void compaction_loop() {
         // The threads got a round ahead: after at least one chunk, take their calls first, so that their buffers
         // stay small (the backlog has a limit, compact_backlog, and sheds past it).
         if (!first && pending_calls(g) >= g.round_calls) {
-          behind = true;
+          behind = fell_behind = true;
           break;
         }
         std::lock_guard cl(g.central_mu);
@@ -379,11 +386,14 @@ void compaction_loop() {
         }
         g.compactor->compact_chunk(horizon);
       }
-      // The chunks' temporaries leave holes in the heap that glibc keeps: give them back, once the backlog is
-      // drained or a second has passed (malloc_trim locks every arena in turn: not after every chunk of a flood).
-      if (drained || now - last_trim >= std::chrono::seconds(1)) {
+      // After a flood, the chunks' temporaries leave holes in the heap that glibc keeps: give them back, at most
+      // once a second. Not in a program the compaction keeps up with (its heap stays the same size: RSS at 10M
+      // calls measured the same with and without trimming), because malloc_trim locks every arena in turn, the
+      // program's own included: a Python thread that allocates waits for it to walk a heap of gigabytes.
+      if (fell_behind && now - last_trim >= std::chrono::seconds(1)) {
         malloc_trim(0);
         last_trim = now;
+        fell_behind = !drained;
       }
     }
     lock.lock();

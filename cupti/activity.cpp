@@ -35,8 +35,14 @@ struct State {
   // of ms a round with 8 threads launching flat out, measured on the H200).
   uint64_t completed = 0, decoded = 0;
   bool worker_started = false;
-  uint8_t* spare = nullptr;  // one decoded buffer kept for the next request (buffer_requested says why)
+  // Decoded buffers kept for CUPTI's next requests, at most kSpares (buffer_requested says why).
+  std::vector<uint8_t*> spares;
 };
+
+// One is all a single thread needs (CUPTI fills one buffer while the last one is decoded); threads launching
+// concurrently make CUPTI ask for more at once: with one spare, 8 threads took 92 page faults per 1000 calls
+// against the floor's 20 (bench/api_calls, H200).
+constexpr size_t kSpares = 4;
 
 State& state() {
   static State* s = new State;  // never destroyed: CUPTI may call back during exit
@@ -45,17 +51,21 @@ State& state() {
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   State& s = state();
-  // The last decoded buffer if there is one, else a fresh mapping; the worker keeps one decoded buffer and unmaps
-  // the others. CUPTI writes over the whole of a buffer it is given, on the application thread that asked for it:
+  // A decoded buffer if there is one, else a fresh mapping; the worker keeps up to kSpares decoded buffers and
+  // unmaps the others. CUPTI writes over the whole of a buffer it is given, on the application thread that asked for it:
   // with a fresh mapping for every buffer that was a page fault per page (~2,000 for the 8 MiB buffers of then), one
   // buffer each round's forced flush: 155 faults per 1000 calls in bench/api_calls against the CUPTI floor's 7.6,
   // whose freed buffers malloc hands back (H200, docs/performance.md). A pool without a bound grows towards its
-  // count x buffer_bytes of resident memory over a long run; one spare costs at most one buffer (hence 4 MiB
-  // buffers by default: the spare and the buffer CUPTI fills cost what one 8 MiB buffer did).
+  // count x buffer_bytes of resident memory over a long run; a spare is only kept when CUPTI had that many buffers
+  // out at once (hence 4 MiB buffers by default: for one thread the spare and the buffer CUPTI fills cost what one
+  // 8 MiB buffer did).
   uint8_t* b = nullptr;
   {
     std::lock_guard lock(s.mu);
-    b = std::exchange(s.spare, nullptr);
+    if (!s.spares.empty()) {
+      b = s.spares.back();
+      s.spares.pop_back();
+    }
   }
   if (b == nullptr) {
     void* p = mmap(nullptr, s.buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -91,8 +101,8 @@ void worker() {
     std::string device;
     decode_buffer(c.buffer, c.valid, ops, &device);
     lock.lock();
-    if (c.buffer != nullptr && s.spare == nullptr && c.size == s.buffer_bytes) {
-      s.spare = std::exchange(c.buffer, nullptr);
+    if (c.buffer != nullptr && s.spares.size() < kSpares && c.size == s.buffer_bytes) {
+      s.spares.push_back(std::exchange(c.buffer, nullptr));
     } else if (c.buffer != nullptr) {
       lock.unlock();
       munmap(c.buffer, c.size);

@@ -47,9 +47,18 @@ void Compactor::remember_launches(const std::vector<ApiCall>& calls) {
   }
 }
 
+bool on_legacy_stream(const ApiCall& c) {
+  if (c.call.per_thread_variant) return false;
+  return rules::uses_implicit_default_stream(c.call) ||
+         ((c.stream == 0 || c.stream == 1) &&
+          (c.call.api == rules::ApiKind::KernelLaunch || c.call.api == rules::ApiKind::Copy ||
+           c.call.api == rules::ApiKind::Memset || c.call.api == rules::ApiKind::GraphLaunch));
+}
+
 bool sheddable(const ApiCall& c, bool function_launched_before, uint64_t threshold_ns) {
   // No stack usually means fast, but an unwind can fail: the time held decides.
   if (c.stack != 0 || c.result != 0 || c.context_only || c.end_ns - c.start_ns >= threshold_ns) return false;
+  if (on_legacy_stream(c)) return false;
   switch (c.call.api) {
     case rules::ApiKind::KernelLaunch: return function_launched_before;
     case rules::ApiKind::Copy:
@@ -129,7 +138,9 @@ void Compactor::drop_orphan_work() {
 // the orphans (drop_orphan_work). What stays is every call that held the host or may block (those have stacks) and
 // every call later descriptions read; what is lost is evidence about the shed part's work.
 void Compactor::shed_hard() {
-  shed_oldest([&](const ApiCall& c) { return c.stack == 0 && !rules::changes_state(c.call.api) && fast(c); });
+  shed_oldest([&](const ApiCall& c) {
+    return c.stack == 0 && !rules::changes_state(c.call.api) && !on_legacy_stream(c) && fast(c);
+  });
 }
 
 void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,

@@ -52,9 +52,10 @@ struct ThreadLog {
   // Ordinary calls counted instead of appended because `calls` held its share of Global::thread_backlog (the
   // analysis fell behind the program: compactor.h, sheddable). Guarded by mu.
   uint64_t shed = 0;
-  // The buffer `calls` was before the last round took it, emptied, for the next round to swap in (guarded by mu).
-  // A buffer the thread fills afresh each round costs it a page fault every 28 calls (~35 faults per 1000 calls
-  // in bench/api_calls on the H200); this one's pages stay mapped.
+  // The buffer `calls` was before the last round took it, emptied, for the next round to swap in. A buffer the
+  // thread fills afresh each round costs it a page fault every 28 calls (~35 faults per 1000 calls in
+  // bench/api_calls on the H200); this one's pages stay mapped. Only the compaction thread touches it (the swap
+  // into `calls` is under mu).
   std::vector<ApiCall> spare;
 };
 
@@ -185,14 +186,6 @@ void update_ranges(const ApiCall& c, HostRanges& ranges) {
   }
 }
 
-// Enqueues on the legacy default stream: the rule engine may predict serialization for these.
-bool on_legacy_stream(const ApiCall& c) {
-  if (c.call.per_thread_variant) return false;
-  return rules::uses_implicit_default_stream(c.call) || ((c.stream == 0 || c.stream == 1) &&
-                        (c.call.api == ApiKind::KernelLaunch || c.call.api == ApiKind::Copy ||
-                         c.call.api == ApiKind::Memset || c.call.api == ApiKind::GraphLaunch));
-}
-
 void on_enter(const cupti::ApiSpec& spec, const void*, uint64_t* slot, uint32_t correlation_id) {
   if (!global().active.load(std::memory_order_relaxed)) return;
   if (spec.domain == Domain::Driver && t_runtime_depth > 0) {
@@ -310,6 +303,7 @@ uint64_t take_from_threads(Global& g) {
     // holding its lock (a signal) is skipped, and stays open.
     std::vector<ApiCall> taken;
     const size_t expected = t->pending.load(std::memory_order_relaxed);
+    if (t->spare.capacity() == 0) t->spare.reserve(std::max<size_t>(4096, std::min(expected, g.round_calls)));
     if (!lock_within(t->mu, std::chrono::milliseconds(50))) {
       horizon = 0;
       continue;
@@ -317,7 +311,6 @@ uint64_t take_from_threads(Global& g) {
     {
       std::lock_guard lock(t->mu, std::adopt_lock);
       taken.swap(t->calls);
-      if (t->spare.capacity() == 0) t->spare.reserve(std::max<size_t>(4096, std::min(expected, g.round_calls)));
       t->calls.swap(t->spare);
       shed += std::exchange(t->shed, 0);
       t->pending.store(0, std::memory_order_relaxed);
@@ -326,13 +319,14 @@ uint64_t take_from_threads(Global& g) {
       const uint64_t since = t->open_since.load(std::memory_order_acquire);
       if (since != 0 && since < horizon) horizon = since;
     }
+    // A copy, not a move, even for one thread: the buffer goes back (a round's copy is a few MB on our thread).
     calls.insert(calls.end(), taken.begin(), taken.end());
-    // Back as the next round's buffer, unless a burst (the analysis behind) made it larger than two rounds.
+    // Back as the next round's buffer, unless it is larger than two rounds (a burst while the analysis was behind)
+    // or was mostly empty (a thread that makes few calls, or none any more, e.g. one that exited): then freed, and
+    // the next round allocates what that round needs.
+    const bool keep = taken.capacity() <= 2 * g.round_calls && taken.size() * 4 >= taken.capacity();
     taken.clear();
-    if (taken.capacity() <= 2 * g.round_calls && lock_within(t->mu, std::chrono::milliseconds(50))) {
-      std::lock_guard lock(t->mu, std::adopt_lock);
-      if (t->spare.capacity() < taken.capacity()) t->spare.swap(taken);
-    }
+    if (keep && t->spare.capacity() < taken.capacity()) t->spare.swap(taken);
   }
   std::lock_guard lock(g.central_mu);
   g.compactor->add(std::move(calls), std::move(ops), std::move(marks), now, horizon);
@@ -376,7 +370,7 @@ void compaction_loop() {
         // The threads got a round ahead: after at least one chunk, take their calls first, so that their buffers
         // stay small (the backlog has a limit, compact_backlog, and sheds past it).
         if (!first && pending_calls(g) >= g.round_calls) {
-          behind = fell_behind = true;
+          behind = true;
           break;
         }
         std::lock_guard cl(g.central_mu);

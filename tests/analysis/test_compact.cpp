@@ -659,6 +659,8 @@ TEST(Compactor, PastTheLimitTheWorkOfCallsAlreadyCompactedStays) {
 TEST(Compactor, CallsThatHeldTheHostAreNeverShedEvenWithoutAStack) {
   ApiCall c;
   c.call.api = ApiKind::Copy;
+  c.call.async_form = true;
+  c.stream = 0xa000;  // a created stream (legacy-stream commands are never shed: below)
   c.start_ns = 0;
   c.end_ns = 50 * kUs;
   EXPECT_TRUE(sheddable(c, false, 100 * kUs));
@@ -669,6 +671,33 @@ TEST(Compactor, CallsThatHeldTheHostAreNeverShedEvenWithoutAStack) {
   EXPECT_FALSE(sheddable(c, false, 100 * kUs));  // a first launch
   EXPECT_TRUE(sheddable(c, true, 100 * kUs));
   c.call.api = ApiKind::StreamCreate;
+  EXPECT_FALSE(sheddable(c, true, 100 * kUs));
+}
+
+TEST(Compactor, LegacyStreamCommandsAreNeverShed) {
+  // The capture skips their stacks while no other blocking stream had work (interpose/blocking_streams.h): without
+  // a stack they may still be legacy-stream-serialization findings.
+  ApiCall c;
+  c.start_ns = 0;
+  c.end_ns = 5 * kUs;
+  c.stream = 0xa000;  // a created stream
+  for (ApiKind api : {ApiKind::KernelLaunch, ApiKind::Copy, ApiKind::Memset}) {
+    c.call.api = api;
+    c.call.async_form = true;
+    c.stream = 0xa000;
+    EXPECT_TRUE(sheddable(c, true, 100 * kUs));
+    c.stream = 0;  // the legacy default stream
+    EXPECT_FALSE(sheddable(c, true, 100 * kUs));
+    c.stream = 1;  // cudaStreamLegacy
+    EXPECT_FALSE(sheddable(c, true, 100 * kUs));
+    c.call.per_thread_variant = true;  // stream 0 of a _ptsz entry point: the per-thread default stream
+    c.stream = 0;
+    EXPECT_TRUE(sheddable(c, true, 100 * kUs));
+    c.call.per_thread_variant = false;
+  }
+  c.call.api = ApiKind::Copy;  // cudaMemcpy: the legacy stream implicitly
+  c.call.async_form = false;
+  c.stream = 0;
   EXPECT_FALSE(sheddable(c, true, 100 * kUs));
 }
 

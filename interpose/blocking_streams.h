@@ -10,9 +10,12 @@
 // launch (through libcuda and libtorch, then the Python frames, ~10 us) was most of what asynccheck added to a
 // launch-bound training loop beyond the CUPTI floor (docs/performance.md).
 //
-// What this gives up: a legacy-stream command enqueued before any other blocking stream had work, whose GPU work
-// is still running when the first such work is enqueued and held back by it, is a finding without a call site (the
-// report shows its API and rule, no stack). Every later one has its stack: once set, the answer never goes back.
+// What this gives up: a legacy-stream command whose stack was skipped can still be a finding, without a call site
+// (the report shows its API and rule, no stack): one enqueued before any other blocking stream had work whose GPU
+// work is still running when the first such work is enqueued; one enqueued on another thread between that first
+// work and its call's return (we see a call when it returns); one held back by GPU work no watched call enqueued
+// (the analysis counts such work as a blocking stream's). Such calls are never shed (analysis/compactor.h). Once
+// set, the answer never goes back.
 #pragma once
 
 #include <atomic>
@@ -32,12 +35,18 @@ class BlockingStreams {
   void observe(const ApiCall& c);
   bool others_possible() const { return others_.load(std::memory_order_relaxed); }
 
+  BlockingStreams();
+  BlockingStreams(const BlockingStreams&) = delete;
+  BlockingStreams& operator=(const BlockingStreams&) = delete;
+
  private:
   void set() { others_.store(true, std::memory_order_relaxed); }
 
+  const uint64_t id_;  // unique per instance, for the threads' caches (an address can be reused)
   std::atomic<bool> others_{false};
-  // Non-blocking streams created and not yet destroyed. A destroy bumps the generation, which invalidates every
-  // thread's one-entry cache of the last stream it found here (the handle may be reused by another stream).
+  // Non-blocking streams created and not yet destroyed. A destroy (or a blocking stream created with a handle
+  // still here) bumps the generation, which invalidates every thread's one-entry cache of the last stream it found
+  // here (the handle may be reused by another stream).
   std::mutex mu_;
   std::unordered_set<uint64_t> non_blocking_;
   std::atomic<uint64_t> generation_{0};

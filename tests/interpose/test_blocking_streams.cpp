@@ -109,6 +109,16 @@ TEST(BlockingStreams, DestroyedStreamIsForgottenEvenWhenCached) {
   EXPECT_TRUE(s.others_possible());
 }
 
+TEST(BlockingStreams, HandleReusedByABlockingStreamWithoutADestroyWeSaw) {
+  // cudaDeviceReset destroys every stream without a destroy call of ours; a new blocking stream gets an old handle.
+  BlockingStreams s;
+  s.observe(create(0xa000, kNonBlocking));
+  s.observe(launch(0xa000));  // cached on this thread
+  s.observe(create(0xa000, 0));
+  s.observe(launch(0xa000));
+  EXPECT_TRUE(s.others_possible());
+}
+
 TEST(BlockingStreams, CacheBelongsToItsInstance) {
   BlockingStreams first;
   first.observe(create(0xa000, kNonBlocking));

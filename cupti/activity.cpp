@@ -5,12 +5,12 @@
 #include <sys/mman.h>
 #include <signal.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <thread>
-#include <utility>
 
 namespace asynccheck::cupti {
 namespace {
@@ -35,14 +35,30 @@ struct State {
   // of ms a round with 8 threads launching flat out, measured on the H200).
   uint64_t completed = 0, decoded = 0;
   bool worker_started = false;
-  // Decoded buffers kept for CUPTI's next requests, at most kSpares (buffer_requested says why).
-  std::vector<uint8_t*> spares;
 };
 
-// One is all a single thread needs (CUPTI fills one buffer while the last one is decoded); threads launching
-// concurrently make CUPTI ask for more at once: with one spare, 8 threads took 92 page faults per 1000 calls
-// against the floor's 20 (bench/api_calls, H200).
+// Decoded buffers kept for CUPTI's next requests (buffer_requested says why). One is all a single thread needs
+// (CUPTI fills one buffer while the last one is decoded); threads launching concurrently make CUPTI ask for more at
+// once: with one spare, 8 threads took 92 page faults per 1000 calls against the floor's 20 (bench/api_calls, H200).
+// Lock-free slots, not State::mu: CUPTI asks for buffers on the application's threads, and a thread a signal stops
+// there must not hold a lock the report waits for.
 constexpr size_t kSpares = 4;
+std::atomic<uint8_t*> g_spares[kSpares];
+
+uint8_t* take_spare() {
+  for (auto& slot : g_spares) {
+    if (uint8_t* b = slot.exchange(nullptr, std::memory_order_acquire)) return b;
+  }
+  return nullptr;
+}
+
+bool keep_spare(uint8_t* buffer) {
+  for (auto& slot : g_spares) {
+    uint8_t* empty = nullptr;
+    if (slot.compare_exchange_strong(empty, buffer, std::memory_order_release, std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
 
 State& state() {
   static State* s = new State;  // never destroyed: CUPTI may call back during exit
@@ -59,14 +75,7 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   // count x buffer_bytes of resident memory over a long run; a spare is only kept when CUPTI had that many buffers
   // out at once (hence 4 MiB buffers by default: for one thread the spare and the buffer CUPTI fills cost what one
   // 8 MiB buffer did).
-  uint8_t* b = nullptr;
-  {
-    std::lock_guard lock(s.mu);
-    if (!s.spares.empty()) {
-      b = s.spares.back();
-      s.spares.pop_back();
-    }
-  }
+  uint8_t* b = take_spare();
   if (b == nullptr) {
     void* p = mmap(nullptr, s.buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     b = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
@@ -100,14 +109,8 @@ void worker() {
     std::vector<GpuOp> ops;
     std::string device;
     decode_buffer(c.buffer, c.valid, ops, &device);
+    if (c.buffer != nullptr && !(c.size == s.buffer_bytes && keep_spare(c.buffer))) munmap(c.buffer, c.size);
     lock.lock();
-    if (c.buffer != nullptr && s.spares.size() < kSpares && c.size == s.buffer_bytes) {
-      s.spares.push_back(std::exchange(c.buffer, nullptr));
-    } else if (c.buffer != nullptr) {
-      lock.unlock();
-      munmap(c.buffer, c.size);
-      lock.lock();
-    }
     s.ops.insert(s.ops.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
     if (!device.empty() && s.device.empty()) s.device = device;
     ++s.decoded;  // one worker, first in first out: everything handed off before this buffer is decoded too

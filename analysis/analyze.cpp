@@ -17,10 +17,7 @@ using rules::ApiKind;
 using rules::MemoryKind;
 using rules::StreamKind;
 
-// Special stream handles shared by the runtime and the driver (cudaStreamLegacy == CU_STREAM_LEGACY, ...).
-constexpr uint64_t kStreamLegacyHandle = 0x1;
-constexpr uint64_t kStreamPerThreadHandle = 0x2;
-constexpr uint32_t kNonBlockingFlag = 0x1;    // cudaStreamNonBlocking == CU_STREAM_NON_BLOCKING
+// Special stream handles and flags: analysis/events.h.
 constexpr uint32_t kBlockingSyncFlag = 0x1;   // cudaEventBlockingSync == CU_EVENT_BLOCKING_SYNC
 
 bool takes_stream(ApiKind api) {
@@ -141,7 +138,7 @@ class Analyzer {
       if (capture.observe(c, d)) out_.capture_state_calls.push_back(static_cast<size_t>(&c - log_.calls.data()));
       switch (d.api) {
         case ApiKind::StreamCreate:
-          streams[c.handle] = (c.flags & kNonBlockingFlag) ? StreamKind::NonBlocking : StreamKind::Blocking;
+          streams[c.handle] = (c.flags & kStreamNonBlockingFlag) ? StreamKind::NonBlocking : StreamKind::Blocking;
           break;
         case ApiKind::StreamDestroy: streams.erase(c.handle); break;
         case ApiKind::EventCreate:

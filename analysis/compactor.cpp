@@ -50,7 +50,7 @@ void Compactor::remember_launches(const std::vector<ApiCall>& calls) {
 bool on_legacy_stream(const ApiCall& c) {
   if (c.call.per_thread_variant) return false;
   return rules::uses_implicit_default_stream(c.call) ||
-         ((c.stream == 0 || c.stream == 1) &&
+         ((c.stream == 0 || c.stream == kStreamLegacyHandle) &&
           (c.call.api == rules::ApiKind::KernelLaunch || c.call.api == rules::ApiKind::Copy ||
            c.call.api == rules::ApiKind::Memset || c.call.api == rules::ApiKind::GraphLaunch));
 }

@@ -14,6 +14,12 @@ namespace asynccheck {
 
 enum class Domain : uint8_t { Runtime, Driver };
 
+// Stream handles and creation flags with a meaning of their own, as ApiCall records them (the runtime and the
+// driver API define the same values).
+inline constexpr uint64_t kStreamLegacyHandle = 0x1;     // cudaStreamLegacy == CU_STREAM_LEGACY
+inline constexpr uint64_t kStreamPerThreadHandle = 0x2;  // cudaStreamPerThread == CU_STREAM_PER_THREAD
+inline constexpr uint32_t kStreamNonBlockingFlag = 0x1;  // cudaStreamNonBlocking == CU_STREAM_NON_BLOCKING
+
 // One watched API call, as seen by the CUPTI callbacks on the calling thread.
 struct ApiCall {
   uint64_t correlation_id = 0;  // CUPTI correlation id; activity records of the work it enqueued carry it too

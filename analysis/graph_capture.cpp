@@ -8,8 +8,6 @@ namespace {
 using rules::ApiKind;
 using rules::StreamKind;
 
-constexpr uint64_t kStreamLegacyHandle = 0x1;     // cudaStreamLegacy == CU_STREAM_LEGACY
-constexpr uint64_t kStreamPerThreadHandle = 0x2;  // cudaStreamPerThread == CU_STREAM_PER_THREAD
 constexpr int32_t kCaptureWrongThread = 908;      // cudaErrorStreamCaptureWrongThread: the end was refused
 
 // Synchronizations and queries of a capturing stream are not recorded: the capture refuses those (is_capture_error).

@@ -3,10 +3,6 @@
 namespace asynccheck {
 namespace {
 
-constexpr uint64_t kLegacyHandle = 0x1;     // cudaStreamLegacy == CU_STREAM_LEGACY
-constexpr uint64_t kPerThreadHandle = 0x2;  // cudaStreamPerThread == CU_STREAM_PER_THREAD
-constexpr uint32_t kNonBlockingFlag = 0x1;  // cudaStreamNonBlocking == CU_STREAM_NON_BLOCKING
-
 std::atomic<uint64_t> g_instances{0};
 
 // The last stream this thread found among the non-blocking ones, for the instance and generation it was found in.
@@ -24,14 +20,14 @@ BlockingStreams::BlockingStreams() : id_(g_instances.fetch_add(1, std::memory_or
 void BlockingStreams::observe(const ApiCall& c) {
   if (others_possible()) return;  // nothing left to learn
   const rules::CallDescription& d = c.call;
-  if (d.per_thread_variant || c.stream == kPerThreadHandle) return set();
+  if (d.per_thread_variant || c.stream == kStreamPerThreadHandle) return set();
   switch (d.api) {
     case rules::ApiKind::StreamCreate: {
       // A blocking stream matters once it is given work (a call on it, below): creating one is not enough. Its
       // handle may be one a stream destroyed without a destroy call of ours had (a context reset): forget that.
       if (c.result != 0 || c.handle == 0) return;
       std::lock_guard lock(mu_);
-      if ((c.flags & kNonBlockingFlag) != 0) {
+      if ((c.flags & kStreamNonBlockingFlag) != 0) {
         non_blocking_.insert(c.handle);
       } else if (non_blocking_.erase(c.handle) > 0) {
         generation_.fetch_add(1, std::memory_order_relaxed);
@@ -46,7 +42,7 @@ void BlockingStreams::observe(const ApiCall& c) {
     }
     default: break;
   }
-  if (c.stream == 0 || c.stream == kLegacyHandle) return;
+  if (c.stream == 0 || c.stream == kStreamLegacyHandle) return;
   const uint64_t generation = generation_.load(std::memory_order_relaxed);
   if (t_cache.owner == id_ && t_cache.generation == generation && t_cache.stream == c.stream) return;
   std::lock_guard lock(mu_);

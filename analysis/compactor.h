@@ -31,9 +31,9 @@ struct CompactorStats {
 
 // Whether `c` is an ordinary call that may be counted without being analyzed when the analysis falls behind
 // (Compactor::shed, and the capture's per-thread limit): no stack was captured for it (the capture saw it return
-// fast and no rule predicts it blocks, so it cannot be a finding) and it is not on the legacy default stream, it held the host less than
-// `threshold_ns` (an unwind that failed leaves no stack either), it succeeded, and it only enqueued
-// work or queried a stream: a copy, a memset, a stream query, or a launch of a kernel launched before (a first
+// fast and no rule predicts it blocks, so it cannot be a finding), it is not on the legacy default stream
+// (on_legacy_stream), it held the host less than `threshold_ns` (an unwind that failed leaves no stack either), it
+// succeeded, and it only enqueued work or queried a stream: a copy, a memset, a stream query, or a launch of a kernel launched before (a first
 // launch is a finding's subject). Calls that create or change state later calls read (streams, events,
 // allocations, captures) never are.
 bool sheddable(const ApiCall& c, bool function_launched_before, uint64_t threshold_ns);

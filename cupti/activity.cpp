@@ -68,13 +68,13 @@ State& state() {
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   State& s = state();
   // A decoded buffer if there is one, else a fresh mapping; the worker keeps up to kSpares decoded buffers and
-  // unmaps the others. CUPTI writes over the whole of a buffer it is given, on the application thread that asked for it:
-  // with a fresh mapping for every buffer that was a page fault per page (~2,000 for the 8 MiB buffers of then), one
-  // buffer each round's forced flush: 155 faults per 1000 calls in bench/api_calls against the CUPTI floor's 7.6,
-  // whose freed buffers malloc hands back (H200, docs/performance.md). A pool without a bound grows towards its
-  // count x buffer_bytes of resident memory over a long run; a spare is only kept when CUPTI had that many buffers
-  // out at once (hence 4 MiB buffers by default: for one thread the spare and the buffer CUPTI fills cost what one
-  // 8 MiB buffer did).
+  // unmaps the others. CUPTI writes over the whole of a buffer it is given, on the application thread that asked
+  // for it: with a fresh mapping for every buffer that was a page fault per page (~2,000 for the 8 MiB buffers of
+  // then), one buffer each round's forced flush: 155 faults per 1000 calls in bench/api_calls against the CUPTI
+  // floor's 7.6, whose freed buffers malloc hands back (H200, docs/performance.md). A pool without a bound grows
+  // towards its count x buffer_bytes of resident memory over a long run; a spare is only kept when CUPTI had that
+  // many buffers out at once (hence 4 MiB buffers by default: for one thread the spare and the buffer CUPTI fills
+  // cost what one 8 MiB buffer did).
   uint8_t* b = take_spare();
   if (b == nullptr) {
     void* p = mmap(nullptr, s.buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

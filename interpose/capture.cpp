@@ -356,10 +356,6 @@ void compaction_loop() {
     if (now - last >= kRoundInterval || pending_calls(g) >= g.round_calls) {
       last = now;
       const uint64_t horizon = take_from_threads(g);
-      {
-        std::lock_guard cl(g.central_mu);
-        if (g.compactor->backlog_size() > 2 * g.round_calls) fell_behind = true;
-      }
       bool drained = false;
       // Chunk by chunk, looking for stop() in between: finish() waits for one chunk at most.
       for (bool first = true;; first = false) {
@@ -374,6 +370,7 @@ void compaction_loop() {
           break;
         }
         std::lock_guard cl(g.central_mu);
+        if (first && g.compactor->backlog_size() > 2 * g.round_calls) fell_behind = true;
         if (!g.compactor->has_backlog()) {
           drained = true;
           break;

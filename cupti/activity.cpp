@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -42,8 +43,12 @@ struct State {
 // once: with one spare, 8 threads took 92 page faults per 1000 calls against the floor's 20 (bench/api_calls, H200).
 // Lock-free slots, not State::mu: CUPTI asks for buffers on the application's threads, and a thread a signal stops
 // there must not hold a lock the report waits for.
+// At most kSpareBytes of them, and always one: a spare is resident memory for the whole run, and with
+// activity_buffer_kb at its largest (256 MiB) four would be a gigabyte.
 constexpr size_t kSpares = 4;
+constexpr size_t kSpareBytes = 16 << 20;
 std::atomic<uint8_t*> g_spares[kSpares];
+std::atomic<size_t> g_spare_slots{kSpares};  // set by enable_activity from the buffer size
 
 uint8_t* take_spare() {
   for (auto& slot : g_spares) {
@@ -53,12 +58,22 @@ uint8_t* take_spare() {
 }
 
 bool keep_spare(uint8_t* buffer) {
-  for (auto& slot : g_spares) {
+  const size_t slots = g_spare_slots.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < slots; ++i) {
+    auto& slot = g_spares[i];
     uint8_t* empty = nullptr;
     if (slot.compare_exchange_strong(empty, buffer, std::memory_order_release, std::memory_order_relaxed)) return true;
   }
   return false;
 }
+
+}  // namespace
+
+size_t spare_slots(size_t buffer_bytes) {
+  return std::clamp<size_t>(buffer_bytes == 0 ? kSpares : kSpareBytes / buffer_bytes, 1, kSpares);
+}
+
+namespace {
 
 State& state() {
   static State* s = new State;  // never destroyed: CUPTI may call back during exit
@@ -192,6 +207,7 @@ void decode_buffer(const uint8_t* buffer, size_t valid, std::vector<GpuOp>& out,
 bool enable_activity(size_t buffer_bytes, std::string& error) {
   State& s = state();
   s.buffer_bytes = buffer_bytes;
+  g_spare_slots.store(spare_slots(buffer_bytes), std::memory_order_relaxed);
   if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
     error = "cuptiActivityRegisterCallbacks failed";
     return false;

@@ -22,6 +22,9 @@ std::vector<GpuOp> take_ops();
 std::string device_name();
 uint64_t dropped_records();
 
+// How many decoded buffers of this size are kept for CUPTI's next requests: up to four, 16 MiB in all, at least one.
+size_t spare_slots(size_t buffer_bytes);
+
 // Decodes one buffer of activity records (exposed for tests with fabricated records).
 void decode_buffer(const uint8_t* buffer, size_t valid_size, std::vector<GpuOp>& out, std::string* device);
 

@@ -68,27 +68,43 @@ bool sheddable(const ApiCall& c, bool function_launched_before, uint64_t thresho
   }
 }
 
-void Compactor::count_shed(uint64_t calls) {
-  stats_.shed_calls += calls;
-  central_.carried.calls += calls;
+bool sheddable_hard(const ApiCall& c, uint64_t threshold_ns) {
+  return c.stack == 0 && !rules::changes_state(c.call.api) && !on_legacy_stream(c) &&
+         c.end_ns - c.start_ns < threshold_ns;
 }
 
-// Counts (count_shed) and removes, among the oldest calls of the backlog down to half the limit, those `drop`
-// picks: a program that stays ahead then sheds once per half-limit of calls, not every round. In place: this runs
-// when memory is already at its limit.
+AtThread at_thread(const ApiCall& c, size_t buffered, size_t share, bool function_launched_before,
+                   uint64_t threshold_ns) {
+  if (share == 0 || buffered < share) return AtThread::Keep;
+  if (buffered >= kLoseAtShares * share) return AtThread::Lose;
+  if (sheddable(c, function_launched_before, threshold_ns)) return AtThread::Shed;
+  if (buffered >= 2 * share && sheddable_hard(c, threshold_ns)) return AtThread::Shed;
+  return AtThread::Keep;
+}
+
+void Compactor::count_shed(uint64_t calls, uint64_t lost) {
+  stats_.shed_calls += calls;
+  stats_.lost_calls += lost;
+  central_.carried.calls += calls;
+  if (lost != 0) central_.run.complete = false;
+}
+
+// Counts (count_shed) and removes, among the oldest calls of the backlog down to `down_to` calls, those `drop`
+// picks; returns how many. Shedding down to half the limit, a program that stays ahead sheds once per half-limit of
+// calls, not every round. In place: this runs when memory is already at its limit.
 template <typename Drop>
-void Compactor::shed_oldest(Drop drop) {
-  const size_t excess = backlog_calls_.size() - max_backlog_ / 2;
+size_t Compactor::shed_oldest(size_t down_to, Drop drop) {
+  const size_t excess = backlog_calls_.size() - std::min(down_to, backlog_calls_.size());
   size_t out = 0;
   for (size_t i = 0; i < backlog_calls_.size(); ++i) {
     const ApiCall& c = backlog_calls_[i];
-    if (i < excess && drop(c)) {
-      count_shed(1);
-      continue;
-    }
+    if (i < excess && drop(c)) continue;
     backlog_calls_[out++] = c;
   }
+  const size_t dropped = backlog_calls_.size() - out;
   backlog_calls_.resize(out);
+  count_shed(dropped);
+  return dropped;
 }
 
 void Compactor::shed() {
@@ -98,32 +114,36 @@ void Compactor::shed() {
     if (backlog_ops_.size() > max_backlog_) drop_orphan_work();
     return;
   }
-  shed_oldest([&](const ApiCall& c) {
+  shed_oldest(max_backlog_ / 2, [&](const ApiCall& c) {
     // A launch's function is remembered either way: the first launch of one stays and makes the next sheddable.
     const bool launched_before =
         c.call.api == rules::ApiKind::KernelLaunch && !launched_.insert(c.function).second;
     return sheddable(c, launched_before, options_.analysis.threshold_ns);
   });
   if (backlog_calls_.size() > max_backlog_) shed_hard();
+  if (backlog_calls_.size() > kLoseAtShares / 2 * max_backlog_) lose();
   drop_orphan_work();
 }
 
 // GPU work that started before every call that could have enqueued it was added, and that no call here enqueued:
 // its call was shed (here or by the capture), or is one we do not watch. Dropped (counted in carried.ops) once
 // shedding started: evidence about other streams' work may go with it, as with the shed calls.
+// The ids in one sorted vector, not a hash set: this runs every round of a flood, over up to a few hundred thousand
+// calls, and a set's node per id was that many allocations a round on the compaction thread.
 void Compactor::drop_orphan_work() {
-  std::unordered_set<uint64_t> ids;
+  std::vector<uint64_t> ids;
   ids.reserve(2 * (central_.calls.size() + backlog_calls_.size()));
   for (const std::vector<ApiCall>* calls : {&central_.calls, &backlog_calls_}) {
     for (const ApiCall& c : *calls) {
-      ids.insert(c.correlation_id);
-      if (c.driver_correlation_id != 0) ids.insert(c.driver_correlation_id);
+      ids.push_back(c.correlation_id);
+      if (c.driver_correlation_id != 0) ids.push_back(c.driver_correlation_id);
     }
   }
+  std::sort(ids.begin(), ids.end());
   size_t kept = 0;
   for (size_t i = 0; i < backlog_ops_.size(); ++i) {
     GpuOp& op = backlog_ops_[i];
-    if (op.start_ns < calls_before_ns_ && ids.count(op.correlation_id) == 0) {
+    if (op.start_ns < calls_before_ns_ && !std::binary_search(ids.begin(), ids.end(), op.correlation_id)) {
       ++central_.carried.ops;
       continue;
     }
@@ -138,9 +158,15 @@ void Compactor::drop_orphan_work() {
 // the orphans (drop_orphan_work). What stays is every call that held the host or may block (those have stacks) and
 // every call later descriptions read; what is lost is evidence about the shed part's work.
 void Compactor::shed_hard() {
-  shed_oldest([&](const ApiCall& c) {
-    return c.stack == 0 && !rules::changes_state(c.call.api) && !on_legacy_stream(c) && fast(c);
-  });
+  shed_oldest(max_backlog_ / 2, [&](const ApiCall& c) { return sheddable_hard(c, options_.analysis.threshold_ns); });
+}
+
+// Bounded memory whatever the program does (many threads flooding us with legacy-stream launches, or calls that
+// each held the host a little): what is lost may be findings, so the log says it is incomplete.
+void Compactor::lose() {
+  const size_t lost = shed_oldest(kLoseAtShares / 2 * max_backlog_, [](const ApiCall&) { return true; });
+  stats_.lost_calls += lost;
+  if (lost != 0) central_.run.complete = false;
 }
 
 void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,

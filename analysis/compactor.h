@@ -27,6 +27,10 @@ struct CompactorStats {
   // came in this batch. The margin (CompactOptions::margin_ns) must cover how much earlier they ended.
   uint64_t late_ops = 0, latest_late_ns = 0;
   uint64_t shed_calls = 0;  // counted without being analyzed (RunInfo::unanalyzed_calls)
+  // Of those, calls that were not ordinary (they had a stack, changed state, or were on the legacy stream): dropped
+  // only because they came faster than the analysis for so long that memory would have grown without bound. The
+  // report is then incomplete (Compactor::lose, AtThread::Lose).
+  uint64_t lost_calls = 0;
 };
 
 // Whether `c` is an ordinary call that may be counted without being analyzed when the analysis falls behind
@@ -38,6 +42,22 @@ struct CompactorStats {
 // allocations, captures) never are.
 bool sheddable(const ApiCall& c, bool function_launched_before, uint64_t threshold_ns);
 
+// The second level (Compactor::shed_hard, and the capture's per-thread limit at twice its share): any fast call
+// without a stack that neither changes state (rules::changes_state) nor enqueues on the legacy default stream: event
+// records, stream queries (also when they returned cudaErrorNotReady), first launches that returned fast.
+bool sheddable_hard(const ApiCall& c, uint64_t threshold_ns);
+
+// What the capture does with a call its thread just made, when the thread's buffer already holds `buffered` calls
+// and `share` is the thread's share of compact_backlog (0: no limit). Below the share: Keep. From the share on:
+// Shed an ordinary call (sheddable), from twice the share any sheddable_hard one; Shed = counted, not analyzed.
+// From kLoseAtShares times the share the compaction thread has not taken the buffer for so long (stuck, or many
+// threads flooding it with calls no level may shed) that only dropping every call keeps memory bounded: Lose =
+// counted, not analyzed, and the report says it is incomplete.
+enum class AtThread { Keep, Shed, Lose };
+constexpr size_t kLoseAtShares = 8;
+AtThread at_thread(const ApiCall& c, size_t buffered, size_t share, bool function_launched_before,
+                   uint64_t threshold_ns);
+
 // Enqueues on the legacy default stream: the rules may predict it serializes with other blocking streams
 // (legacy-stream-serialization). The capture walks such a call's stack only once another blocking stream had work
 // (interpose/blocking_streams.h), so a call without a stack may still be a finding: never shed (above).
@@ -48,7 +68,8 @@ class Compactor {
   // Each compaction moves at most `chunk_calls` calls into the compacted log: its temporary memory is a few
   // hundred bytes per call of the chunk and of what the margin keeps, so this bounds a chunk's memory and
   // duration (hence how long the capture's finish() waits for one).
-  // `max_backlog` (0 = none): when more calls than this wait, the oldest ordinary ones are shed (shed()).
+  // `max_backlog` (0 = none): when more calls than this wait, the oldest ordinary ones are shed (shed()); past
+  // kLoseAtShares / 2 times it, the oldest calls of any kind (lose()).
   Compactor(const CompactOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog = 0);
 
   // A round's batch: calls and ops in any order (sorted here), and every mark so far (they replace the previous).
@@ -62,8 +83,9 @@ class Compactor {
   // Moves the backlog's next chunk into the compacted log and compacts it. `horizon_ns`: everything that ended
   // before it has been added (calls and activity records); the backlog's next call bounds it further.
   void compact_chunk(uint64_t horizon_ns);
-  // Calls the capture shed before they reached us (its per-thread limit): counted like those shed here.
-  void count_shed(uint64_t calls);
+  // Calls the capture shed before they reached us (its per-thread limit): counted like those shed here; `lost` of
+  // them were not ordinary (AtThread::Lose): the log is then incomplete.
+  void count_shed(uint64_t calls, uint64_t lost = 0);
   // Everything: the compacted log, then the backlog (the capture's finish() adds the rest and sorts);
   // run.unanalyzed_calls says how many were shed.
   EventLog take();
@@ -84,12 +106,14 @@ class Compactor {
   // If that is not enough, shed_hard() also drops the other fast calls without a stack (never state-changing
   // ones): the backlog's calls never exceed the limit after a round. drop_orphan_work() then drops the GPU work
   // no call left enqueued (also when only the capture shed calls and their work piles up past the limit).
+  // The last level: calls no other level may shed still come faster than they are analyzed; the oldest beyond
+  // kLoseAtShares / 2 times the limit go, whatever they are (counted, stats' lost_calls, the log incomplete).
   void shed();
   void shed_hard();
+  void lose();
   template <typename Drop>
-  void shed_oldest(Drop drop);
+  size_t shed_oldest(size_t down_to, Drop drop);
   void drop_orphan_work();
-  bool fast(const ApiCall& c) const { return c.end_ns - c.start_ns < options_.analysis.threshold_ns; }
   void remember_launches(const std::vector<ApiCall>& calls);
 
   size_t max_backlog_;

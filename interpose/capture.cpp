@@ -49,9 +49,10 @@ struct ThreadLog {
   // Calls in `calls` (a relaxed copy of its size), so that the compaction thread sees when enough have piled up
   // to start a round without taking the lock.
   std::atomic<size_t> pending{0};
-  // Ordinary calls counted instead of appended because `calls` held its share of Global::thread_backlog (the
-  // analysis fell behind the program: compactor.h, sheddable). Guarded by mu.
+  // Calls counted instead of appended because `calls` held its share of Global::thread_backlog (the analysis fell
+  // behind the program: compactor.h, at_thread); `lost` of them were not ordinary (AtThread::Lose). Guarded by mu.
   uint64_t shed = 0;
+  uint64_t lost = 0;
   // The buffer `calls` was before the last round took it, emptied, for the next round to swap in. A buffer the
   // thread fills afresh each round costs it a page fault every 28 calls (~35 faults per 1000 calls in
   // bench/api_calls on the H200); this one's pages stay mapped. Only the compaction thread touches it (the swap
@@ -255,17 +256,20 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
   ThreadLog& log = thread_log();
   c.thread = log.thread;
   std::lock_guard lock(log.mu);
-  if (g.thread_backlog != 0 && log.calls.size() >= g.round_calls &&
-      log.calls.size() >= g.thread_backlog / (2 * std::max<size_t>(1, g.thread_count.load(std::memory_order_relaxed)))) {
+  // The thread's share of the backlog limit: half of it over the threads, at least a round.
+  const size_t share = g.thread_backlog == 0 ? 0 : std::max(g.round_calls, g.thread_backlog / (2 * std::max<size_t>(
+                                                        1, g.thread_count.load(std::memory_order_relaxed))));
+  if (share != 0 && log.calls.size() >= share) {
     bool launched_before = false;
     if (c.call.api == ApiKind::KernelLaunch) {
       // Never freed, like ThreadLog: a callback may still come while the thread or the process exits.
       if (t_launched_past_cap == nullptr) t_launched_past_cap = new std::unordered_set<uint64_t>;
       launched_before = !t_launched_past_cap->insert(c.function).second;
     }
-    if (sheddable(c, launched_before, g.threshold_ns)) {
-      ++log.shed;
-      return;
+    switch (at_thread(c, log.calls.size(), share, launched_before, g.threshold_ns)) {
+      case AtThread::Keep: break;
+      case AtThread::Lose: ++log.lost; [[fallthrough]];
+      case AtThread::Shed: ++log.shed; return;
     }
   }
   log.calls.push_back(c);
@@ -296,7 +300,7 @@ uint64_t take_from_threads(Global& g) {
   }
   uint64_t horizon = now;
   std::vector<ApiCall> calls;
-  uint64_t shed = 0;
+  uint64_t shed = 0, lost = 0;
   for (ThreadLog* t : threads) {
     // The thread waits on its lock while we hold it: only swap buffers here (an allocation only the first time,
     // so that the thread does not reallocate as it appends); the copy happens outside. A thread stopped while
@@ -313,6 +317,7 @@ uint64_t take_from_threads(Global& g) {
       taken.swap(t->calls);
       t->calls.swap(t->spare);
       shed += std::exchange(t->shed, 0);
+      lost += std::exchange(t->lost, 0);
       t->pending.store(0, std::memory_order_relaxed);
       // Read under the lock: a call open now is not in `taken` and bounds the horizon; a call that starts after
       // this read starts after `now`.
@@ -330,7 +335,7 @@ uint64_t take_from_threads(Global& g) {
   }
   std::lock_guard lock(g.central_mu);
   g.compactor->add(std::move(calls), std::move(ops), std::move(marks), now, horizon);
-  g.compactor->count_shed(shed);
+  g.compactor->count_shed(shed, lost);
   return horizon;
 }
 
@@ -466,6 +471,7 @@ EventLog finish() {
   if (stop_compaction(std::chrono::milliseconds(2000)) && lock_within(g.central_mu)) {
     std::lock_guard lock(g.central_mu, std::adopt_lock);
     if (g.compactor) log = g.compactor->take();
+    complete = log.run.complete;  // false if calls were lost (compactor.h, lose)
   } else if (g.compact) {
     complete = false;
   }
@@ -493,6 +499,7 @@ EventLog finish() {
     log.calls.insert(log.calls.end(), t->calls.begin(), t->calls.end());
     log.carried.calls += t->shed;
     log.run.unanalyzed_calls += t->shed;
+    if (t->lost != 0) complete = false;
   }
   std::stable_sort(log.calls.begin(), log.calls.end(),
                    [](const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; });

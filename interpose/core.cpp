@@ -174,7 +174,7 @@ std::string stats_line(const EventLog& log) {
     << log.carried.calls << " calls and " << log.carried.ops << " operations compacted away; " << st.rounds
     << " rounds, " << st.chunks << " chunks (largest " << st.largest_chunk << " calls, longest "
     << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, " << static_cast<double>(st.compact_ns) / 1e6 << " ms in all), backlog peak "
-    << st.peak_backlog << " calls, " << st.shed_calls << " ordinary calls shed at the compact_backlog limit; " << st.late_ops << " activity records a round late (ended up to "
+    << st.peak_backlog << " calls, " << st.shed_calls << " calls shed at the compact_backlog limit (" << st.lost_calls << " of them not ordinary: lost); " << st.late_ops << " activity records a round late (ended up to "
     << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); " << capture::stacks_walked()
     << " call stacks walked; peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
   return o.str();

@@ -701,6 +701,68 @@ TEST(Compactor, LegacyStreamCommandsAreNeverShed) {
   EXPECT_FALSE(sheddable(c, true, 100 * kUs));
 }
 
+TEST(Compactor, TheCapturesPerThreadLimitShedsOrdinaryCallsThenFastOnesThenLosesEverything) {
+  constexpr size_t kShare = 1000;
+  ApiCall launch;  // a launch of a kernel launched before, on a created stream: ordinary
+  launch.call.api = ApiKind::KernelLaunch;
+  launch.stream = 0xa000;
+  launch.start_ns = 0;
+  launch.end_ns = 5 * kUs;
+  ApiCall record = launch;  // an event record: not ordinary, but fast and without a stack
+  record.call.api = ApiKind::EventRecord;
+  ApiCall legacy = launch;  // a launch on the legacy default stream: may be a finding without a stack
+  legacy.stream = 0;
+  ApiCall create = launch;  // later descriptions read it
+  create.call.api = ApiKind::StreamCreate;
+  ApiCall held = launch;  // held the host: a finding's subject
+  held.end_ns = 200 * kUs;
+  held.stack = 1;
+  for (const ApiCall* c : {&launch, &record, &legacy, &create, &held}) {
+    EXPECT_EQ(at_thread(*c, kShare - 1, kShare, true, 100 * kUs), AtThread::Keep);
+    EXPECT_EQ(at_thread(*c, 100 * kShare, 0, true, 100 * kUs), AtThread::Keep);  // no limit
+    EXPECT_EQ(at_thread(*c, kLoseAtShares * kShare, kShare, true, 100 * kUs), AtThread::Lose);
+  }
+  EXPECT_EQ(at_thread(launch, kShare, kShare, true, 100 * kUs), AtThread::Shed);
+  EXPECT_EQ(at_thread(launch, kShare, kShare, false, 100 * kUs), AtThread::Keep);  // a first launch
+  EXPECT_EQ(at_thread(launch, 2 * kShare, kShare, false, 100 * kUs), AtThread::Shed);  // fast, no stack
+  EXPECT_EQ(at_thread(record, kShare, kShare, true, 100 * kUs), AtThread::Keep);
+  EXPECT_EQ(at_thread(record, 2 * kShare, kShare, true, 100 * kUs), AtThread::Shed);
+  record.result = 600;  // cudaErrorNotReady from a stream query: not ordinary, still fast
+  EXPECT_EQ(at_thread(record, 2 * kShare, kShare, true, 100 * kUs), AtThread::Shed);
+  for (const ApiCall* c : {&legacy, &create, &held}) {
+    EXPECT_EQ(at_thread(*c, kLoseAtShares * kShare - 1, kShare, true, 100 * kUs), AtThread::Keep);
+  }
+}
+
+TEST(Compactor, CallsNoLevelMayShedStillLeaveTheBacklogBoundedAndTheLogIncomplete) {
+  // Launches on the legacy default stream, far more than the limit, in one round (threads flooding the capture).
+  Builder b;
+  uint64_t t = 10 * kUs;
+  for (int i = 0; i < 20'000; ++i, t += 5 * kUs) b.launch(t, /*stream=*/0);
+  const Analysis whole = analyze(b.log, options_for(b.log));
+  std::vector<Delivered> rounds = rounds_of(b.log, 1);
+  Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/1024);
+  compactor.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time, rounds[0].horizon);
+  EXPECT_LE(compactor.backlog_size(), kLoseAtShares / 2 * 1024);
+  EXPECT_EQ(compactor.stats().lost_calls, 20'000u - kLoseAtShares / 2 * 1024);
+  EXPECT_EQ(compactor.stats().shed_calls, compactor.stats().lost_calls);
+  while (compactor.has_backlog()) compactor.compact_chunk(rounds[0].horizon);
+  EventLog out = compactor.take();
+  EXPECT_FALSE(out.run.complete);
+  out.api_names = b.log.api_names;
+  out.stacks = b.log.stacks;
+  const Analysis a = analyze(out, options_for(out));
+  EXPECT_EQ(a.calls_watched, whole.calls_watched);  // counted all the same
+  EXPECT_EQ(out.run.unanalyzed_calls, compactor.stats().shed_calls);
+  // Calls the capture lost count the same way.
+  Compactor other(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/1024);
+  other.count_shed(10, 0);
+  EXPECT_TRUE(other.take().run.complete);
+  other.count_shed(10, 3);
+  EXPECT_EQ(other.stats().lost_calls, 3u);
+  EXPECT_FALSE(other.take().run.complete);
+}
+
 TEST(Compactor, WorkOfCallsTheCaptureShedDoesNotPileUp) {
   Builder b = ordinary_run(20'000);
   std::vector<Delivered> rounds = rounds_of(b.log, 1);

@@ -6,7 +6,9 @@
 // buffer. What this costs is what any CUPTI-based tool watching the same calls pays; asynccheck's added cost is
 // quoted as a multiple of it (docs/performance.md). Buffers are flushed at exit, as asynccheck does.
 //
-// Environment: CUPTI_FLOOR_BUFFER_KB (default 4096), CUPTI_FLOOR_VERBOSE=1 (one line at start and at exit).
+// Environment: CUPTI_FLOOR_BUFFER_KB (default 4096), CUPTI_FLOOR_VERBOSE=1 (one line at start and at exit),
+// CUPTI_FLOOR_FLUSH_MS=N with CUPTI_FLOOR_FLUSH=forced|default: a thread that flushes every N ms (what CUPTI does
+// when a tool collects its records during the run, as asynccheck's compaction does; docs/performance.md).
 // Errors are printed as one "cupti_floor: ERROR ..." line on stderr; the program then runs unwatched.
 #include <cupti.h>
 #include <unistd.h>
@@ -15,7 +17,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cupti/api_table.h"
@@ -130,6 +134,17 @@ bool start(std::string& error) {
     }
   }
   std::atexit(at_exit);
+  if (const char* ms = std::getenv("CUPTI_FLOOR_FLUSH_MS")) {
+    const char* how = std::getenv("CUPTI_FLOOR_FLUSH");
+    const bool forced = how == nullptr || std::strcmp(how, "default") != 0;
+    const auto period = std::chrono::milliseconds(std::strtoul(ms, nullptr, 10));
+    std::thread([period, forced] {
+      for (;;) {
+        std::this_thread::sleep_for(period);
+        cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+      }
+    }).detach();
+  }
   if (g_verbose) {
     say("on: " + std::to_string(callbacks) + " API callbacks, 3 resource callbacks, " + std::to_string(enabled.size()) + " activity kinds, buffers of " +
         std::to_string(g_buffer_bytes / 1024) + " KiB");

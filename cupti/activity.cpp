@@ -29,7 +29,7 @@ struct State {
   std::deque<Completed> ready;   // handed off by bufferCompleted, not yet decoded
   std::vector<GpuOp> ops;        // decoded
   std::string device;
-  uint64_t dropped = 0;
+  uint64_t dropped = 0;  // records CUPTI dropped, and work it delivered untimed (count_untimed)
   size_t buffer_bytes = 4 << 20;  // activity_buffer_kb (options.def)
   // Buffers handed off and buffers decoded, ever: a flush waits until what was handed off when it returned is
   // decoded, not until the queue is empty (under a flood of records it would never be: the wait grew to hundreds
@@ -68,6 +68,12 @@ bool keep_spare(uint8_t* buffer) {
 }
 
 }  // namespace
+
+uint64_t count_untimed(const std::vector<GpuOp>& ops) {
+  uint64_t n = 0;
+  for (const GpuOp& op : ops) n += op.kind != GpuOpKind::Sync && op.start_ns == 0;
+  return n;
+}
 
 size_t spare_slots(size_t buffer_bytes) {
   return std::clamp<size_t>(buffer_bytes == 0 ? kSpares : kSpareBytes / buffer_bytes, 1, kSpares);
@@ -125,7 +131,9 @@ void worker() {
     std::string device;
     decode_buffer(c.buffer, c.valid, ops, &device);
     if (c.buffer != nullptr && !(c.size == s.buffer_bytes && keep_spare(c.buffer))) munmap(c.buffer, c.size);
+    const uint64_t untimed = count_untimed(ops);
     lock.lock();
+    s.dropped += untimed;
     s.ops.insert(s.ops.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
     if (!device.empty() && s.device.empty()) s.device = device;
     ++s.decoded;  // one worker, first in first out: everything handed off before this buffer is decoded too
@@ -204,9 +212,29 @@ void decode_buffer(const uint8_t* buffer, size_t valid, std::vector<GpuOp>& out,
   }
 }
 
-bool enable_activity(size_t buffer_bytes, std::string& error) {
+bool enable_activity(size_t buffer_bytes, size_t device_buffers, std::string& error, std::string& warning) {
   State& s = state();
   s.buffer_bytes = buffer_bytes;
+  // Each round's forced flush (flush_activity) hands back CUPTI's device buffers with records still in flight, and
+  // with several threads launching CUPTI never takes some of them back: its pool of device buffers (for kernel,
+  // copy and memset timestamps) grows by about two per flush up to its limit, each ~3 MB of GPU memory and ~4.5 MB
+  // of host memory (blocks malloc'ed in libcupti). Measured on the H100, bench/api_calls with 8 threads launching
+  // flat out: 665 MB of such blocks after 30 s at CUPTI's default limit of 250 (~1.1 GB host and ~0.8 GB of the
+  // program's GPU memory at the limit); the CUPTI floor with a forced flush every 400 ms the same, with a default
+  // flush none; one or two threads none. Once the pool is used up, CUPTI delivers the work untimed (start 0;
+  // counted with the dropped records): 8 x 1M calls, a forced flush every 400 ms: 55% untimed at 16, 12.5% at 32,
+  // 0.002% at 64 and at 250 (the limit was not reached in that run). A default flush avoids all of it but returns
+  // no buffer that holds an unfinished record: under steady launches records came up to 278 ms late, past the
+  // compaction's margin. So a cap (device_buffers, default 32): bounded memory, and under a flood of that kind
+  // some untimed work, reported. Set before any context exists (CUPTI: "before initializing CUDA"), as start() runs.
+  size_t limit = device_buffers, limit_size = sizeof limit;
+  if (CUptiResult r = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, &limit_size, &limit);
+      r != CUPTI_SUCCESS) {
+    const char* msg = nullptr;
+    cuptiGetResultString(r, &msg);
+    warning = "CUPTI refused to cap its device buffers at " + std::to_string(device_buffers) + " (" +
+              (msg ? msg : "?") + "): under many concurrent launches its memory may grow to its own limit";
+  }
   g_spare_slots.store(spare_slots(buffer_bytes), std::memory_order_relaxed);
   if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
     error = "cuptiActivityRegisterCallbacks failed";

@@ -11,8 +11,10 @@
 namespace asynccheck::cupti {
 
 // Activity kinds we enable: MEMCPY, MEMSET, CONCURRENT_KERNEL (never KIND_KERNEL, which serializes kernels),
-// SYNCHRONIZATION, DEVICE (the GPU's name for the report).
-bool enable_activity(size_t buffer_bytes, std::string& error);
+// SYNCHRONIZATION, DEVICE (the GPU's name for the report). `device_buffers` caps CUPTI's pool of device buffers
+// for kernel, copy and memset timestamps (activity.cpp says why); when CUPTI refuses the cap, `warning` says so
+// and recording goes on.
+bool enable_activity(size_t buffer_bytes, size_t device_buffers, std::string& error, std::string& warning);
 
 // Flushes CUPTI's buffers and waits until the worker decoded everything handed off so far.
 void flush_activity();
@@ -20,7 +22,12 @@ void flush_activity();
 // Moves the decoded operations out (after flush_activity). Also returns the device name seen, if any.
 std::vector<GpuOp> take_ops();
 std::string device_name();
+// Records CUPTI dropped, and records it delivered without timestamps (count_untimed).
 uint64_t dropped_records();
+
+// GPU work (kernels, copies, memsets) in `ops` that CUPTI delivered without timestamps (start 0): what it does
+// when it has no device buffer left for them (device_buffers). Counted with the dropped records: their evidence is lost.
+uint64_t count_untimed(const std::vector<GpuOp>& ops);
 
 // How many decoded buffers of this size are kept for CUPTI's next requests: up to four, 16 MiB in all, at least one.
 size_t spare_slots(size_t buffer_bytes);

@@ -25,7 +25,9 @@ uint64_t stacks_walked();
 // Subscribes to CUPTI and starts recording. On failure returns false with a one-line reason.
 // `on_first_call` runs once, on the first watched call (after the CUDA runtime registered its own exit
 // handlers, so an atexit handler registered there runs before the runtime tears down).
-bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, void (*on_first_call)(), std::string& error);
+// `warning`: set when recording goes on with less than was asked (cupti::enable_activity).
+bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, size_t device_buffers, void (*on_first_call)(),
+           std::string& error, std::string& warning);
 
 // Stops recording new calls, flushes CUPTI and returns everything captured so far. Callable once (later calls
 // return an empty log), from any thread, while other threads still make CUDA calls. run.complete is false when

@@ -496,8 +496,9 @@ void start(Origin) {
   output_files(*g_options, files, error);  // validated with the options
   capture::set_compaction(g_options->compact && files.trace.empty(), g_run->env, g_options->compact_round,
                           g_options->compact_backlog);
-  if (!capture::start(g_options->threshold, g_options->activity_buffer_kb * 1024,
-                      [] { std::atexit(report_at_exit); }, error)) {
+  std::string warning;
+  if (!capture::start(g_options->threshold, g_options->activity_buffer_kb * 1024, g_options->device_buffers,
+                      [] { std::atexit(report_at_exit); }, error, warning)) {
     if (error.rfind(cupti::kHeldByUs, 0) == 0) {
       // Another copy of asynccheck (another path, or both shims of different builds) already watches this process
       // and will report; a second report of "nothing watched" would only compete with it for the same files.
@@ -511,6 +512,7 @@ void start(Origin) {
     return;
   }
   g_capturing = true;
+  if (!warning.empty()) say("WARNING: " + warning);
   // NVTX ranges are context for the findings: without them (another tool has NVTX) everything else still works.
   if (!cupti::enable_nvtx(error)) say("NVTX ranges are off: " + error);
   arm();

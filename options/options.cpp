@@ -56,6 +56,10 @@ bool validate(const Options& o, std::string& error) {
     error = "option 'activity_buffer_kb': " + std::to_string(o.activity_buffer_kb) + " is out of range (valid: 64 to 262144)";
     return false;
   }
+  if (o.device_buffers < 2 || o.device_buffers > 250) {
+    error = "option 'device_buffers': " + std::to_string(o.device_buffers) + " is out of range (valid: 2 to 250)";
+    return false;
+  }
   if (o.compact_round < 1024 || o.compact_round > 1048576) {
     error = "option 'compact_round': " + std::to_string(o.compact_round) + " is out of range (valid: 1024 to 1048576)";
     return false;

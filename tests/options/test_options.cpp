@@ -85,7 +85,7 @@ TEST(Options, OrderOfFormatAndOutputDoesNotMatter) {
 TEST(Options, BadInputMessagesArePinned) {
   const std::string names =
       "threshold, format, output, json, sarif, trace, log_file, save, suppressions, baseline, save_baseline, "
-      "overwrite, compact, compact_round, compact_backlog, stats, print_limit, summary, symbolize, activity_buffer_kb, signal_timeout, help";
+      "overwrite, compact, compact_round, compact_backlog, stats, print_limit, summary, symbolize, activity_buffer_kb, device_buffers, signal_timeout, help";
   const struct {
     const char* text;
     std::string message;
@@ -99,6 +99,8 @@ TEST(Options, BadInputMessagesArePinned) {
       {"print_limit=", "option 'print_limit': '' is not a non-negative whole number"},
       {"summary=maybe", "option 'summary': 'maybe' is not a boolean (valid: 1, 0, true, false, yes, no)"},
       {"activity_buffer_kb=1", "option 'activity_buffer_kb': 1 is out of range (valid: 64 to 262144)"},
+      {"device_buffers=1", "option 'device_buffers': 1 is out of range (valid: 2 to 250)"},
+      {"device_buffers=251", "option 'device_buffers': 251 is out of range (valid: 2 to 250)"},
       {"compact_round=10", "option 'compact_round': 10 is out of range (valid: 1024 to 1048576)"},
       {"compact_round=4096:compact_backlog=5000",
        "option 'compact_backlog': 5000 is out of range (valid: 0 for no limit, or 8192 (2 x compact_round) to 4294967296)"},

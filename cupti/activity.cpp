@@ -29,7 +29,8 @@ struct State {
   std::deque<Completed> ready;   // handed off by bufferCompleted, not yet decoded
   std::vector<GpuOp> ops;        // decoded
   std::string device;
-  uint64_t dropped = 0;  // records CUPTI dropped, and work it delivered untimed (count_untimed)
+  uint64_t dropped = 0;
+  uint64_t untimed = 0;  // work CUPTI delivered without timestamps (count_untimed)
   size_t buffer_bytes = 4 << 20;  // activity_buffer_kb (options.def)
   // Buffers handed off and buffers decoded, ever: a flush waits until what was handed off when it returned is
   // decoded, not until the queue is empty (under a flood of records it would never be: the wait grew to hundreds
@@ -133,7 +134,7 @@ void worker() {
     if (c.buffer != nullptr && !(c.size == s.buffer_bytes && keep_spare(c.buffer))) munmap(c.buffer, c.size);
     const uint64_t untimed = count_untimed(ops);
     lock.lock();
-    s.dropped += untimed;
+    s.untimed += untimed;
     s.ops.insert(s.ops.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
     if (!device.empty() && s.device.empty()) s.device = device;
     ++s.decoded;  // one worker, first in first out: everything handed off before this buffer is decoded too
@@ -222,11 +223,13 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, std::string& er
   // flat out: 665 MB of such blocks after 30 s at CUPTI's default limit of 250 (~1.1 GB host and ~0.8 GB of the
   // program's GPU memory at the limit); the CUPTI floor with a forced flush every 400 ms the same, with a default
   // flush none; one or two threads none. Once the pool is used up, CUPTI delivers the work untimed (start 0;
-  // counted with the dropped records): 8 x 1M calls, a forced flush every 400 ms: 55% untimed at 16, 12.5% at 32,
-  // 0.002% at 64 and at 250 (the limit was not reached in that run). A default flush avoids all of it but returns
-  // no buffer that holds an unfinished record: under steady launches records came up to 278 ms late, past the
-  // compaction's margin. So a cap (device_buffers, default 32): bounded memory, and under a flood of that kind
-  // some untimed work, reported. Set before any context exists (CUPTI: "before initializing CUDA"), as start() runs.
+  // count_untimed): 8 x 1M calls, a forced flush every 400 ms: 55% untimed at 16, 12.5% at 32,
+  // 0.002% at 64 and at 250 (the limit was not reached in that run); 16 threads x 100k calls (test_threads): 19,788
+  // untimed at 32, none at 250. A default flush avoids all of it but returns no buffer that holds an unfinished
+  // record: under steady launches records came up to 278 ms late, past the compaction's margin. So CUPTI's limit
+  // by default (timestamps first: the report's evidence), device_buffers to bound memory where a run of many
+  // launching threads needs it; untimed work is counted and said at exit. Set before any context exists (CUPTI:
+  // "before initializing CUDA"), as start() runs.
   size_t limit = device_buffers, limit_size = sizeof limit;
   if (CUptiResult r = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, &limit_size, &limit);
       r != CUPTI_SUCCESS) {
@@ -283,6 +286,12 @@ std::string device_name() {
   State& s = state();
   std::lock_guard lock(s.mu);
   return s.device;
+}
+
+uint64_t untimed_records() {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.untimed;
 }
 
 uint64_t dropped_records() {

@@ -22,12 +22,13 @@ void flush_activity();
 // Moves the decoded operations out (after flush_activity). Also returns the device name seen, if any.
 std::vector<GpuOp> take_ops();
 std::string device_name();
-// Records CUPTI dropped, and records it delivered without timestamps (count_untimed).
 uint64_t dropped_records();
 
 // GPU work (kernels, copies, memsets) in `ops` that CUPTI delivered without timestamps (start 0): what it does
-// when it has no device buffer left for them (device_buffers). Counted with the dropped records: their evidence is lost.
+// when it has no device buffer left for them (device_buffers); evidence that involves them is incomplete.
 uint64_t count_untimed(const std::vector<GpuOp>& ops);
+// How many such operations came so far.
+uint64_t untimed_records();
 
 // How many decoded buffers of this size are kept for CUPTI's next requests: up to four, 16 MiB in all, at least one.
 size_t spare_slots(size_t buffer_bytes);

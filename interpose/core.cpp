@@ -23,6 +23,7 @@
 
 #include "analysis/analyze.h"
 #include "analysis/recording.h"
+#include "cupti/activity.h"
 #include "cupti/subscriber.h"
 #include "interpose/capture.h"
 #include "interpose/nvtx_ranges.h"
@@ -176,7 +177,7 @@ std::string stats_line(const EventLog& log) {
     << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, " << static_cast<double>(st.compact_ns) / 1e6 << " ms in all), backlog peak "
     << st.peak_backlog << " calls, " << st.shed_calls << " calls shed at the compact_backlog limit (" << st.lost_calls << " of them not ordinary: lost); " << st.late_ops << " activity records a round late (ended up to "
     << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); " << capture::stacks_walked()
-    << " call stacks walked; peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
+    << " call stacks walked; " << cupti::untimed_records() << " GPU operations untimed; peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
   return o.str();
 }
 
@@ -205,6 +206,11 @@ void write_report(EndKind kind, int sig) {
   log.run = info;
   report::emit(log, *g_options, *g_inputs);
   if (g_options->stats) say(stats_line(log));
+  if (const uint64_t untimed = g_capturing ? cupti::untimed_records() : 0) {
+    say("WARNING: " + std::to_string(untimed) + " GPU operations came from CUPTI without timestamps: evidence that involves " +
+        "them is incomplete (CUPTI ran out of device buffers, device_buffers=" + std::to_string(g_options->device_buffers) +
+        "; docs/performance.md)");
+  }
 
   sigpending(&pending);
   if (!pipe_was_pending && sigismember(&pending, SIGPIPE) == 1 && sigismember(&old_mask, SIGPIPE) != 1) {

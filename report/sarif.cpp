@@ -354,7 +354,7 @@ Json notifications(const RunInfo& run) {
   if (!run.complete) out.push(warning("the run ended before everything was flushed; the results may be incomplete"));
   if (run.dropped_records) {
     const std::string dropped = std::to_string(run.dropped_records) + " activity records";
-    out.push(warning(dropped + " were DROPPED or left untimed by CUPTI; evidence is incomplete"));
+    out.push(warning(dropped + " were DROPPED by CUPTI; evidence is incomplete"));
   }
   if (run.unanalyzed_calls) {
     out.push(warning(std::to_string(run.unanalyzed_calls) + " ordinary calls were counted but not analyzed (the "

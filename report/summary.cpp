@@ -217,7 +217,7 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     out << "; " << captured << " call" << (captured == 1 ? "" : "s")
         << " captured into CUDA graphs (recorded, not executed: not judged)";
   }
-  if (run.dropped_records) out << "; " << run.dropped_records << " activity records DROPPED or untimed by CUPTI (evidence incomplete)";
+  if (run.dropped_records) out << "; " << run.dropped_records << " activity records DROPPED (evidence incomplete)";
   if (run.unanalyzed_calls) {
     out << "; " << run.unanalyzed_calls << " ordinary calls counted but NOT ANALYZED (the analysis fell behind the "
         << "program: compact_backlog; evidence may be incomplete)";

@@ -154,6 +154,17 @@ TEST_F(Cli, ProgramOutputAndExitCodePassThrough) {
       << r.err;
 }
 
+// The options the library acts on in the program reach it: the command passes them in ASYNCCHECK_OPTIONS
+// (cli/run.cpp, child_options), here seen by a program that prints it.
+TEST_F(Cli, LibraryOptionsReachTheProgram) {
+  const Result r = asynccheck({"--device-buffers=16", "--activity-buffer-kb=128", "--compact-backlog=0", "--",
+                               "/bin/sh", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  for (const char* want : {"device_buffers=16", "activity_buffer_kb=128", "compact_backlog=0", "summary=0"}) {
+    EXPECT_NE((":" + r.out).find(std::string(":") + want), std::string::npos) << want << " in " << r.out;
+  }
+}
+
 // Raw LD_PRELOAD use: a bad option is printed, the program still runs with its own exit code, and the report
 // says monitoring was off.
 TEST_F(Cli, PreloadWithBadOptionsFailsOpen) {

@@ -271,6 +271,21 @@ TEST(Analyze, SyncWaitReleasedByOtherStreamWork) {
   EXPECT_EQ(f->level, rules::Level::Note);
 }
 
+// Work CUPTI delivered without timestamps (start and end 0: its device buffers ran out, cupti/activity.cpp): the
+// wait is still a finding by its measured host time, and no evidence is made up from the untimed kernel.
+TEST(Analyze, UntimedWorkIsNeverEvidence) {
+  Builder b;
+  ApiCall& k = b.call(ApiKind::KernelLaunch, 0, 5000, 0x10);
+  b.op(GpuOpKind::Kernel, k, 0, 0, 13);
+  b.call(ApiKind::DeviceSynchronize, 6000, 10 * kMs + 4000);
+  Analysis a = analyze(b.log, AnalysisOptions{});
+  const Finding* f = find(a, RuleId::DeviceSynchronize);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->held_ns, 10 * kMs - 2000);
+  EXPECT_EQ(f->evidence.by, ReleasedBy::NothingOnGpu);
+  EXPECT_EQ(f->evidence.op, -1);
+}
+
 // ---- CUDA graphs: stream capture and graph launches ----
 
 constexpr int32_t kCaptureUnsupported = 900;  // cudaErrorStreamCaptureUnsupported

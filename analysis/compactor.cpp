@@ -89,9 +89,9 @@ void Compactor::count_shed(uint64_t calls, uint64_t lost) {
   if (lost != 0) central_.run.complete = false;
 }
 
-// Counts (count_shed) and removes, among the oldest calls of the backlog down to `down_to` calls, those `drop`
-// picks; returns how many. Shedding down to half the limit, a program that stays ahead sheds once per half-limit of
-// calls, not every round. In place: this runs when memory is already at its limit.
+// Removes, among the oldest calls of the backlog down to `down_to` calls, those `drop` picks; returns how many, for
+// the caller to count (count_shed). Shedding down to half the limit, a program that stays ahead sheds once per
+// half-limit of calls, not every round. In place: this runs when memory is already at its limit.
 template <typename Drop>
 size_t Compactor::shed_oldest(size_t down_to, Drop drop) {
   const size_t excess = backlog_calls_.size() - std::min(down_to, backlog_calls_.size());
@@ -103,7 +103,6 @@ size_t Compactor::shed_oldest(size_t down_to, Drop drop) {
   }
   const size_t dropped = backlog_calls_.size() - out;
   backlog_calls_.resize(out);
-  count_shed(dropped);
   return dropped;
 }
 
@@ -114,12 +113,12 @@ void Compactor::shed() {
     if (backlog_ops_.size() > max_backlog_) drop_orphan_work();
     return;
   }
-  shed_oldest(max_backlog_ / 2, [&](const ApiCall& c) {
+  count_shed(shed_oldest(max_backlog_ / 2, [&](const ApiCall& c) {
     // A launch's function is remembered either way: the first launch of one stays and makes the next sheddable.
     const bool launched_before =
         c.call.api == rules::ApiKind::KernelLaunch && !launched_.insert(c.function).second;
     return sheddable(c, launched_before, options_.analysis.threshold_ns);
-  });
+  }));
   if (backlog_calls_.size() > max_backlog_) shed_hard();
   if (backlog_calls_.size() > kLoseAtShares / 2 * max_backlog_) lose();
   drop_orphan_work();
@@ -158,15 +157,15 @@ void Compactor::drop_orphan_work() {
 // the orphans (drop_orphan_work). What stays is every call that held the host or may block (those have stacks) and
 // every call later descriptions read; what is lost is evidence about the shed part's work.
 void Compactor::shed_hard() {
-  shed_oldest(max_backlog_ / 2, [&](const ApiCall& c) { return sheddable_hard(c, options_.analysis.threshold_ns); });
+  count_shed(
+      shed_oldest(max_backlog_ / 2, [&](const ApiCall& c) { return sheddable_hard(c, options_.analysis.threshold_ns); }));
 }
 
 // Bounded memory whatever the program does (many threads flooding us with legacy-stream launches, or calls that
 // each held the host a little): what is lost may be findings, so the log says it is incomplete.
 void Compactor::lose() {
   const size_t lost = shed_oldest(kLoseAtShares / 2 * max_backlog_, [](const ApiCall&) { return true; });
-  stats_.lost_calls += lost;
-  if (lost != 0) central_.run.complete = false;
+  count_shed(lost, /*lost=*/lost);
 }
 
 void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/auxv.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -481,8 +482,13 @@ void start(Origin) {
   g_run->rank_variable = rank.variable;
   g_owner.store(static_cast<pid_t>(g_run->pid), std::memory_order_release);
   g_run->env = read_environment();
-  // Under secure execution (setuid/setgid) the environment is not ours to trust: ignore its options.
+  // Under secure execution (setuid/setgid, file capabilities) the environment is not ours to trust: its options
+  // could make a privileged program write files where its caller chooses. Ignored, and said so.
   const char* env = secure_getenv("ASYNCCHECK_OPTIONS");
+  if (env == nullptr && getauxval(AT_SECURE) != 0 && std::getenv("ASYNCCHECK_OPTIONS") != nullptr) {
+    say("ASYNCCHECK_OPTIONS is ignored under secure execution (a setuid or setgid program, or one with file "
+        "capabilities): the defaults apply");
+  }
   std::string error;
   // A bad option or input file: nothing is watched, the program runs unchanged, and the report (with the
   // options that did parse) says why.

@@ -1,0 +1,87 @@
+// Under secure execution (a setuid or setgid program, or one with file capabilities: AT_SECURE) the environment
+// belongs to whoever started the program, not to the program's owner: ASYNCCHECK_OPTIONS could otherwise make a
+// privileged program write files where its caller chooses (json=, log_file=, save=). The library ignores it there,
+// says so in one line, and reports with the defaults (the summary on stderr, no file).
+//
+// How the test gets secure execution without another user: root runs a copy of secure_probe that is setgid to
+// another group (nogroup): its effective group differs from its real one, so the kernel sets AT_SECURE, while it
+// keeps root's access to files, so a report file it was asked for would be written if the option were honoured.
+// The same copy without the setgid bit is the control. Skipped, saying why, where this cannot be arranged (not
+// root, a nosuid mount or no_new_privs).
+#include <grp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "launch.h"
+
+namespace {
+
+using namespace asynccheck_test;
+
+const fs::path kProbe = ASYNCCHECK_SECURE_PROBE;
+const fs::path kLibrary = ASYNCCHECK_LIBRARY;
+
+class SecureExecution : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("asynccheck-secure-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "run");
+    fs::create_directories(dir_ / "reports");
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    probe_ = dir_ / "secure_probe";
+    fs::copy_file(kProbe, probe_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  Result run_probe() {
+    return run({{probe_.string(), kLibrary.string()},
+                {"ASYNCCHECK_OPTIONS=json=" + (dir_ / "reports" / "r.json").string() +
+                 ":log_file=" + (dir_ / "reports" / "r.txt").string()},
+                dir_ / "run"});
+  }
+  size_t reports() const {
+    size_t n = 0;
+    for ([[maybe_unused]] const fs::directory_entry& e : fs::directory_iterator(dir_ / "reports")) ++n;
+    return n;
+  }
+  fs::path dir_, probe_;
+};
+
+TEST_F(SecureExecution, EnvironmentOptionsAreIgnoredAndSaidSo) {
+  // The control: an ordinary run honours the options (report files, no summary on stderr).
+  const Result plain = run_probe();
+  ASSERT_EQ(describe(plain.status), "exit code 0") << plain.err;
+  ASSERT_EQ(plain.out, "secure=0\n");
+  EXPECT_EQ(reports(), 2u) << plain.err;
+  EXPECT_EQ(plain.err.find("secure execution"), std::string::npos) << plain.err;
+
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root, to make a setgid copy of secure_probe for another group";
+  const group* other = getgrnam("nogroup");
+  if (other == nullptr) other = getgrnam("nobody");
+  if (other == nullptr || other->gr_gid == getgid()) GTEST_SKIP() << "SKIPPED: no group 'nogroup' or 'nobody' to setgid to";
+  ASSERT_EQ(chown(probe_.c_str(), 0, other->gr_gid), 0);
+  ASSERT_EQ(chmod(probe_.c_str(), 02755), 0);  // chown clears the set-id bits: set it after
+  fs::remove_all(dir_ / "reports");
+  fs::create_directories(dir_ / "reports");
+
+  const Result secure = run_probe();
+  ASSERT_EQ(describe(secure.status), "exit code 0") << secure.err;
+  if (secure.out != "secure=1\n") {
+    GTEST_SKIP() << "SKIPPED: the setgid bit did not make the run secure here (" << secure.out
+                 << "): a nosuid mount or no_new_privs";
+  }
+  EXPECT_EQ(reports(), 0u) << "a file was written where ASYNCCHECK_OPTIONS asked: " << secure.err;
+  EXPECT_EQ(count(secure.err,
+                  "asynccheck: ASYNCCHECK_OPTIONS is ignored under secure execution (a setuid or setgid program, or "
+                  "one with file capabilities): the defaults apply\n"),
+            1u)
+      << secure.err;
+  // The report still comes, with the defaults: the summary on stderr.
+  EXPECT_NE(secure.err.find("asynccheck: monitoring was off"), std::string::npos) << secure.err;
+}
+
+}  // namespace

@@ -1,6 +1,7 @@
 // exit_paths with CUDA work in flight, for the GPU machine (test_cuda_exit_paths.cpp): the report must be written,
 // with the calls watched so far, when the program is killed inside a CUDA call, crashes after some, leaves with
-// _exit, or calls exit() from a thread while another still makes CUDA calls. Plain C++ on the runtime API (no
+// _exit, calls exit() from a thread while another still makes CUDA calls, or forks a child that execs another CUDA
+// program. Plain C++ on the runtime API (no
 // kernels, no nvcc): a host function enqueued on a stream makes a synchronization that lasts as long as we like.
 // Without a GPU every mode exits with 77 before doing anything.
 #include <cuda_runtime_api.h>
@@ -82,6 +83,17 @@ int main(int argc, char** argv) {
     int status = 0;
     if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
     some_work(s, host, dev);
+    return 0;
+  }
+  if (mode == "fork-exec-cuda") {  // the child execs another CUDA program (this one, mode "exit"), then more work
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl("/proc/self/exe", argv[0], "exit", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 3) return 1;
+    some_work(s, host, dev);  // the parent's calls after its child ended are in the parent's report
     return 0;
   }
   std::fprintf(stderr, "cuda_exit_paths: unknown mode '%s'\n", argv[1]);

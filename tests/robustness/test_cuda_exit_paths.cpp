@@ -1,12 +1,14 @@
 // The ends of test_exit_paths.cpp with CUDA work in flight and monitoring on (GPU machine, label gpu): killed
 // inside cudaStreamSynchronize, crashing or leaving with _exit after CUDA calls, exit() from a thread while
-// another still makes CUDA calls, a forked child after CUDA was initialized. Each ends as it does bare, its report
-// holds the calls watched so far, and the reporter never runs into signal_timeout (no deadlock with CUPTI).
-// Without a GPU every test skips itself.
+// another still makes CUDA calls, a forked child after CUDA was initialized, a forked child that execs another
+// CUDA program. Each ends as it does bare, its report holds the calls watched so far, and the reporter never runs
+// into signal_timeout (no deadlock with CUPTI). Without a GPU every test skips itself.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
+#include <regex>
 
 #include "launch.h"
 
@@ -16,6 +18,13 @@ using namespace asynccheck_test;
 
 const fs::path kProgram = ASYNCCHECK_CUDA_EXIT_PATHS;
 const fs::path kLibrary = ASYNCCHECK_LIBRARY;
+
+// A number field of a JSON report ("calls_watched": 123), -1 if absent.
+long long number(const std::string& json, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9]+)"))) return -1;
+  return std::stoll(m[1]);
+}
 
 class CudaExitPaths : public ::testing::Test {
  protected:
@@ -117,6 +126,29 @@ TEST_F(CudaExitPaths, ForkedChildAfterCudaInitDoesNotReport) {
   const Result p = preloaded("fork-child-exits");
   EXPECT_EQ(describe(p.status), "exit code 0") << p.err;
   expect_report(p, "exit", true);
+}
+
+// A child that execs another CUDA program gets the library anew and its own report (per-pid names); the parent's
+// report is intact and holds its calls from before the fork and after the child ended.
+TEST_F(CudaExitPaths, ForkedChildThatExecsACudaProgramReportsApart) {
+  const Result b = bare("fork-exec-cuda");
+  ASSERT_EQ(describe(b.status), "exit code 0") << b.err;
+  const Result p = preloaded("fork-exec-cuda");
+  EXPECT_EQ(describe(p.status), "exit code 0") << p.err;
+  EXPECT_EQ(p.out, b.out);
+  expect_report(p, "exit", true, 2);
+  const std::map<int, std::string> json = reports();
+  ASSERT_EQ(json.size(), 2u);
+  const auto child = std::find_if(json.begin(), json.end(), [&](const auto& r) { return r.first != p.pid; });
+  ASSERT_NE(child, json.end());
+  const std::string& c = child->second;
+  EXPECT_NE(c.find("\"monitoring\": \"on\""), std::string::npos) << c;
+  EXPECT_NE(c.find("\"end\": \"exit\""), std::string::npos) << c;
+  EXPECT_NE(c.find("\"complete\": true"), std::string::npos) << c;
+  EXPECT_NE(c.find("\"args\": [\"exit\"]"), std::string::npos) << "the exec'd program's own report: " << c;
+  EXPECT_NE(c.find("\"api\": \"cudaMemcpyAsync\""), std::string::npos) << c;
+  // The parent made the child's calls and a second round after it: more calls than the child.
+  EXPECT_GT(number(json.at(p.pid), "calls_watched"), number(c, "calls_watched")) << json.at(p.pid) << "\n" << c;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // API-call microbenchmark: the host-side cost of the calls asynccheck watches.
 //
 // usage: api_calls CALLS_PER_THREAD [THREADS [BATCH]]     (defaults: -, 1, 256)
+// With API_CALLS_SECONDS=S in the environment, each thread also stops after S seconds of its loop, whichever comes
+// first (long runs: scripts/soak.py).
 //
 // Each thread has its own non-blocking stream, a 256 B pinned host buffer, a 256 B device buffer and an event,
 // and repeats the cycle
@@ -90,13 +92,14 @@ void setup(Worker& w) {
   check(cudaStreamSynchronize(w.stream), "cudaStreamSynchronize");
 }
 
-void run(Worker& w, uint64_t calls, uint64_t batch, std::atomic<int>& ready, int threads) {
+void run(Worker& w, uint64_t calls, uint64_t batch, std::atomic<int>& ready, int threads, double seconds) {
   setup(w);
   ready.fetch_add(1);
   while (ready.load() < threads) std::this_thread::yield();  // all threads start the timed loop together
   const long faults0 = thread_minor_faults();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   uint64_t done = 0;
-  while (done < calls) {
+  while (done < calls && (seconds <= 0 || std::chrono::steady_clock::now() < deadline)) {
     const uint64_t n = calls - done < batch ? calls - done : batch;
     cudaError_t first_error = cudaSuccess;
     const auto t0 = std::chrono::steady_clock::now();
@@ -126,6 +129,15 @@ int main(int argc, char** argv) {
   // Whole cycles per batch and per thread, so each figure has the same mix of calls.
   batch = (batch + kCallsPerCycle - 1) / kCallsPerCycle * kCallsPerCycle;
   calls = (calls + kCallsPerCycle - 1) / kCallsPerCycle * kCallsPerCycle;
+  double seconds = 0;
+  if (const char* s = std::getenv("API_CALLS_SECONDS")) {
+    char* end = nullptr;
+    seconds = std::strtod(s, &end);
+    if (end == s || *end != '\0' || !(seconds > 0)) {
+      std::fprintf(stderr, "api_calls: API_CALLS_SECONDS='%s': expected a positive number of seconds\n", s);
+      return 2;
+    }
+  }
   check(cudaFree(nullptr), "cudaFree(0)");  // context creation, untimed
 
   std::vector<Worker> workers(threads);
@@ -133,11 +145,13 @@ int main(int argc, char** argv) {
   const int n_threads = static_cast<int>(threads);
   const auto w0 = std::chrono::steady_clock::now();
   if (threads == 1) {
-    run(workers[0], calls, batch, ready, n_threads);
+    run(workers[0], calls, batch, ready, n_threads, seconds);
   } else {
     std::vector<std::thread> pool;
     for (auto& w : workers) {
-      pool.emplace_back([&w, calls, batch, &ready, n_threads] { run(w, calls, batch, ready, n_threads); });
+      pool.emplace_back([&w, calls, batch, &ready, n_threads, seconds] {
+        run(w, calls, batch, ready, n_threads, seconds);
+      });
     }
     for (auto& t : pool) t.join();
   }

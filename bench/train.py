@@ -32,6 +32,9 @@ def main() -> int:
     ap.add_argument("--gpu-batch", type=int, default=1024, help="batch size of the GPU-bound regime")
     ap.add_argument("--warmup", type=int, default=30, help="untimed steps before each regime")
     ap.add_argument("--profile", action="store_true", help="run under torch.profiler (CPU and CUDA activities)")
+    ap.add_argument("--seconds", type=float, default=0,
+                    help="end each regime's timed loop after this many seconds, or its steps, whichever comes first "
+                         "(0: steps only; for long runs: scripts/soak.py)")
     args = ap.parse_args()
 
     try:
@@ -70,31 +73,34 @@ def main() -> int:
             if i % 50 == 49:
                 loss.item()  # a host read-back, as a loop that logs its loss does
 
-        def run() -> float:
+        def run() -> tuple[int, float]:
             for i in range(args.warmup):
                 step(i)
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            for i in range(steps):
-                step(i)
+            done = 0
+            while done < steps and not (args.seconds > 0 and time.perf_counter() - t0 >= args.seconds):
+                step(done)
+                done += 1
             torch.cuda.synchronize()
-            return time.perf_counter() - t0
+            return done, time.perf_counter() - t0
 
         if args.profile:
             from torch.profiler import ProfilerActivity, profile
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
-                seconds = run()
+                done, seconds = run()
         else:
-            seconds = run()
+            done, seconds = run()
         del model, opt, xs, ys
         torch.cuda.empty_cache()
-        return steps / seconds
+        return done, done / seconds
 
     fields = []
     for name, batch, steps in (("launch", args.launch_batch, args.launch_steps),
                                ("gpu", args.gpu_batch, args.gpu_steps)):
         if steps > 0:
-            fields.append(f"{name}_steps={steps} {name}_steps_per_s={regime(batch, steps):.3f}")
+            done, rate = regime(batch, steps)
+            fields.append(f"{name}_steps={done} {name}_steps_per_s={rate:.3f}")
     print(f"RESULT {' '.join(fields)} torch={torch.__version__} profiler={int(args.profile)}", flush=True)
     return 0
 

@@ -14,7 +14,8 @@ namespace asynccheck::cupti {
 // SYNCHRONIZATION, DEVICE (the GPU's name for the report). `device_buffers` caps CUPTI's pool of device buffers
 // for kernel, copy and memset timestamps (activity.cpp says why); when CUPTI refuses the cap, `warning` says so
 // and recording goes on.
-bool enable_activity(size_t buffer_bytes, size_t device_buffers, std::string& error, std::string& warning);
+bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_buffer_bytes, std::string& error,
+                     std::string& warning);
 
 // Flushes CUPTI's buffers and waits until the worker decoded everything handed off so far.
 void flush_activity();

@@ -429,7 +429,8 @@ void set_compaction(bool on, const rules::Environment& env, size_t round_calls, 
   g.thread_backlog = on ? max_backlog : 0;
 }
 
-bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, size_t device_buffers, void (*on_first_call)(),
+bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, size_t device_buffers, size_t device_buffer_bytes,
+           void (*on_first_call)(),
            std::string& error, std::string& warning) {
   Global& g = global();
   g.threshold_ns = threshold_ns;
@@ -438,7 +439,7 @@ bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, size_t device_bu
   (void)python_available();
   cupti::Sink sink{on_enter, on_exit, on_mark, nvtx_ranges::on_callback};
   if (!cupti::subscribe(sink, error)) return false;
-  if (!cupti::enable_activity(activity_buffer_bytes, device_buffers, error, warning)) return false;
+  if (!cupti::enable_activity(activity_buffer_bytes, device_buffers, device_buffer_bytes, error, warning)) return false;
   g.active.store(true, std::memory_order_release);
   if (g.compact) {
     CompactOptions options;

@@ -26,7 +26,8 @@ uint64_t stacks_walked();
 // `on_first_call` runs once, on the first watched call (after the CUDA runtime registered its own exit
 // handlers, so an atexit handler registered there runs before the runtime tears down).
 // `warning`: set when recording goes on with less than was asked (cupti::enable_activity).
-bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, size_t device_buffers, void (*on_first_call)(),
+bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, size_t device_buffers, size_t device_buffer_bytes,
+           void (*on_first_call)(),
            std::string& error, std::string& warning);
 
 // Stops recording new calls, flushes CUPTI and returns everything captured so far. Callable once (later calls

@@ -511,6 +511,7 @@ void start(Origin) {
                           g_options->compact_backlog);
   std::string warning;
   if (!capture::start(g_options->threshold, g_options->activity_buffer_kb * 1024, g_options->device_buffers,
+                      g_options->device_buffer_kb * 1024,
                       [] { std::atexit(report_at_exit); }, error, warning)) {
     if (error.rfind(cupti::kHeldByUs, 0) == 0) {
       // Another copy of asynccheck (another path, or both shims of different builds) already watches this process

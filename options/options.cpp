@@ -60,6 +60,11 @@ bool validate(const Options& o, std::string& error) {
     error = "option 'device_buffers': " + std::to_string(o.device_buffers) + " is out of range (valid: 2 to 250)";
     return false;
   }
+  if (o.device_buffer_kb != 0 && (o.device_buffer_kb < 64 || o.device_buffer_kb > 65536)) {
+    error = "option 'device_buffer_kb': " + std::to_string(o.device_buffer_kb) +
+            " is out of range (valid: 0 for CUPTI's own size, or 64 to 65536)";
+    return false;
+  }
   if (o.compact_round < 1024 || o.compact_round > 1048576) {
     error = "option 'compact_round': " + std::to_string(o.compact_round) + " is out of range (valid: 1024 to 1048576)";
     return false;

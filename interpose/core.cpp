@@ -27,6 +27,7 @@
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
 #include "interpose/capture.h"
+#include "interpose/lineage.h"
 #include "interpose/nvtx_ranges.h"
 #include "options/options.h"
 #include "report/report.h"
@@ -36,6 +37,8 @@ namespace {
 
 std::atomic<bool> g_started{false};
 bool g_capturing = false;
+// Started by a process that has asynccheck too (lineage.h): then this one reports only if it used CUDA.
+bool g_descendant = false;
 Options* g_options = nullptr;  // leaked on purpose: used during exit
 RunInfo* g_run = nullptr;
 report::ReportInputs* g_inputs = nullptr;
@@ -183,17 +186,9 @@ std::string stats_line(const EventLog& log) {
 }
 
 // The report itself (not async-signal-safe): on the exiting thread at exit, on the reporter thread otherwise.
-void write_report(EndKind kind, int sig) {
-  // Writing the summary to a closed pipe (`app 2>&1 | head`) must not kill the program with SIGPIPE at its exit:
-  // the write fails with EPIPE instead, and a SIGPIPE of our own making is taken back before the mask is restored.
-  sigset_t pipe_only, old_mask, pending;
-  sigemptyset(&pipe_only);
-  sigaddset(&pipe_only, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
-  sigpending(&pending);
-  const bool pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
-
+void emit_report(EndKind kind, int sig) {
   EventLog log = g_capturing ? capture::finish() : EventLog{};
+  if (g_capturing && g_descendant && !lineage::used_cuda(log)) return;  // a helper process: nothing to say (lineage.h)
   if (g_capturing) log.nvtx_ranges = nvtx_ranges::names();  // after finish(): every id a call holds is named
   RunInfo info = *g_run;
   info.gpu = log.run.gpu;
@@ -213,6 +208,19 @@ void write_report(EndKind kind, int sig) {
     say("WARNING: " + std::to_string(untimed) + " GPU operations came from CUPTI without timestamps: evidence that involves " +
         "them is incomplete (device_buffers=" + std::to_string(g_options->device_buffers) + "; docs/performance.md)");
   }
+}
+
+void write_report(EndKind kind, int sig) {
+  // Writing the summary to a closed pipe (`app 2>&1 | head`) must not kill the program with SIGPIPE at its exit:
+  // the write fails with EPIPE instead, and a SIGPIPE of our own making is taken back before the mask is restored.
+  sigset_t pipe_only, old_mask, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
+  sigpending(&pending);
+  const bool pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
+
+  emit_report(kind, sig);
 
   sigpending(&pending);
   if (!pipe_was_pending && sigismember(&pending, SIGPIPE) == 1 && sigismember(&old_mask, SIGPIPE) != 1) {
@@ -481,6 +489,7 @@ void start(Origin) {
   g_run->rank = rank.value;
   g_run->rank_variable = rank.variable;
   g_owner.store(static_cast<pid_t>(g_run->pid), std::memory_order_release);
+  g_descendant = lineage::process_has_library(getppid());
   g_run->env = read_environment();
   // Under secure execution (setuid/setgid, file capabilities) the environment is not ours to trust: its options
   // could make a privileged program write files where its caller chooses. Ignored, and said so.

@@ -96,6 +96,17 @@ int main(int argc, char** argv) {
     some_work(s, host, dev);  // the parent's calls after its child ended are in the parent's report
     return 0;
   }
+  if (mode == "fork-exec-nocuda") {  // the child execs a program that never uses CUDA
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/true", "true", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+    some_work(s, host, dev);
+    return 0;
+  }
   std::fprintf(stderr, "cuda_exit_paths: unknown mode '%s'\n", argv[1]);
   return 2;
 }

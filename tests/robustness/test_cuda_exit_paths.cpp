@@ -151,4 +151,12 @@ TEST_F(CudaExitPaths, ForkedChildThatExecsACudaProgramReportsApart) {
   EXPECT_GT(number(json.at(p.pid), "calls_watched"), number(c, "calls_watched")) << json.at(p.pid) << "\n" << c;
 }
 
+// A child that execs a program that never uses CUDA (a helper: /bin/true) writes no report of nothing, whose file
+// would sit beside the program's (interpose/lineage.h); the parent's is intact.
+TEST_F(CudaExitPaths, ForkedChildThatExecsANonCudaProgramWritesNoReport) {
+  const Result p = preloaded("fork-exec-nocuda");
+  EXPECT_EQ(describe(p.status), "exit code 0") << p.err;
+  expect_report(p, "exit", true, 1);
+}
+
 }  // namespace

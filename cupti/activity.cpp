@@ -232,13 +232,15 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
   // launching threads needs it; untimed work is counted and said at exit. Set before any context exists (CUPTI:
   // "before initializing CUDA"), as start() runs.
   //
-  // What bounds that growth is the size of each device buffer (device_buffer_kb, default 256 KiB instead of CUPTI's
-  // ~3 MB, which holds 100,000 records): the pool still grows under forced flushes, but to at most 250 small
-  // buffers. Measured on the H100 (PyTorch's launch-bound loop, bench/train.py, two launching threads: the main one
-  // and autograd's): RSS +52 MiB in 100 s and still rising ~80 MiB a minute at CUPTI's size (the CUPTI floor with a
-  // forced flush every second the same), +1.8 MiB in 110 s at 256 KiB, no work untimed at either; at 64 KiB,
-  // 968,809 operations came untimed. 8 threads x 2M calls: peak 908 MiB and rising, 116 untimed at CUPTI's size;
-  // 604 MiB, flat, none untimed at 256 KiB. Launch-bound steps/s the same within noise (interleaved rounds).
+  // device_buffer_kb sets the size of each device buffer (CUPTI's own ~3 MB, 100,000 records, by default). Smaller
+  // ones bound the memory the pool grows to, but hold fewer records in flight. Measured on the H100 with PyTorch's
+  // launch-bound loop (bench/train.py: two launching threads, the main one and autograd's): at CUPTI's size RSS
+  // +52 MiB in 100 s, rising ~80 MiB a minute (the CUPTI floor with a forced flush every second the same); at
+  // 256 KiB +1.8 MiB in 110 s, none untimed. But four processes sharing the GPU for 270 s (the GPU behind the
+  // host): 5.6M of bench/api_calls' operations untimed at 256 KiB against 4,473 at CUPTI's size, PyTorch 2.98M
+  // against 50,730; over 24 minutes at 256 KiB, 122M of 127M operations came untimed and the compaction, which
+  // cannot settle calls whose work has no time, fell behind. Timestamps are the report's evidence: CUPTI's size
+  // by default, a smaller one for who needs the memory bound more than every timestamp.
   size_t limit = device_buffers, limit_size = sizeof limit;
   if (CUptiResult r = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, &limit_size, &limit);
       r != CUPTI_SUCCESS) {

@@ -206,7 +206,8 @@ void emit_report(EndKind kind, int sig) {
     // Mostly CUPTI's device buffers running out (many threads launching for long: cupti/activity.cpp); a few came
     // untimed in runs that never reached the limit, so the line names the option without blaming it.
     say("WARNING: " + std::to_string(untimed) + " GPU operations came from CUPTI without timestamps: evidence that involves " +
-        "them is incomplete (device_buffers=" + std::to_string(g_options->device_buffers) + "; docs/performance.md)");
+        "them is incomplete (device_buffers=" + std::to_string(g_options->device_buffers) + ", device_buffer_kb=" +
+        std::to_string(g_options->device_buffer_kb) + "; docs/performance.md)");
   }
 }
 

@@ -11,4 +11,14 @@ echo "== gpu.samples"
 scripts/gpu-samples-test.sh "$build" "$build/tests/samples/test_samples" || status=1
 echo "== gpu.mpi_ranks"
 scripts/gpu-mpi-test.sh "$build" || status=1
+# The robustness tests of label gpu (tests/robustness): CUDA exit paths, fork/exec, threads, other profilers.
+for t in test_cuda_exit_paths test_threads test_other_profilers; do
+  echo "== robust.gpu: $t"
+  if [ ! -x "$build/tests/robustness/$t" ]; then
+    echo "FAIL: $build/tests/robustness/$t is missing (build it, or carry it: scripts/gpu-carry.sh)"
+    status=1
+    continue
+  fi
+  "$build/tests/robustness/$t" || status=1
+done
 exit $status

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -27,6 +28,13 @@ inline std::string slurp(const fs::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// A number field of a JSON report ("calls_watched": 123), -1 if absent.
+inline long long json_number(const std::string& json, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9]+)"))) return -1;
+  return std::stoll(m[1]);
 }
 
 inline size_t count(const std::string& text, const std::string& what) {

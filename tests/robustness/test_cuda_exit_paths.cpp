@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <regex>
 
 #include "launch.h"
 
@@ -18,13 +17,6 @@ using namespace asynccheck_test;
 
 const fs::path kProgram = ASYNCCHECK_CUDA_EXIT_PATHS;
 const fs::path kLibrary = ASYNCCHECK_LIBRARY;
-
-// A number field of a JSON report ("calls_watched": 123), -1 if absent.
-long long number(const std::string& json, const std::string& key) {
-  std::smatch m;
-  if (!std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9]+)"))) return -1;
-  return std::stoll(m[1]);
-}
 
 class CudaExitPaths : public ::testing::Test {
  protected:
@@ -148,7 +140,7 @@ TEST_F(CudaExitPaths, ForkedChildThatExecsACudaProgramReportsApart) {
   EXPECT_NE(c.find("\"args\": [\"exit\"]"), std::string::npos) << "the exec'd program's own report: " << c;
   EXPECT_NE(c.find("\"api\": \"cudaMemcpyAsync\""), std::string::npos) << c;
   // The parent made the child's calls and a second round after it: more calls than the child.
-  EXPECT_GT(number(json.at(p.pid), "calls_watched"), number(c, "calls_watched")) << json.at(p.pid) << "\n" << c;
+  EXPECT_GT(json_number(json.at(p.pid), "calls_watched"), json_number(c, "calls_watched")) << json.at(p.pid) << "\n" << c;
 }
 
 // A child that execs a program that never uses CUDA (a helper: /bin/true) writes no report of nothing, whose file

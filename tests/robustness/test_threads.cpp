@@ -15,13 +15,6 @@ using namespace asynccheck_test;
 const fs::path kProgram = ASYNCCHECK_THREADS_STRESS;
 const fs::path kLibrary = ASYNCCHECK_LIBRARY;
 
-// A number field of the report's "run" object ("calls_watched": 123).
-long long json_number(const std::string& json, const std::string& key) {
-  std::smatch m;
-  if (!std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9]+)"))) return -1;
-  return std::stoll(m[1]);
-}
-
 class Threads : public ::testing::Test {
  protected:
   void SetUp() override {

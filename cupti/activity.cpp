@@ -226,11 +226,11 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
   // flush none; one or two threads none. Once the pool is used up, CUPTI delivers the work untimed (start 0;
   // count_untimed): 8 x 1M calls, a forced flush every 400 ms: 55% untimed at 16, 12.5% at 32,
   // 0.002% at 64 and at 250 (the limit was not reached in that run); 16 threads x 100k calls (test_threads): 19,788
-  // untimed at 32, none at 250 (19,911 at 250 in another run: it varies). A default flush avoids all of it but returns no buffer that holds an unfinished
-  // record: under steady launches records came up to 278 ms late, past the compaction's margin. So CUPTI's limit
-  // by default (timestamps first: the report's evidence), device_buffers to bound memory where a run of many
-  // launching threads needs it; untimed work is counted and said at exit. Set before any context exists (CUPTI:
-  // "before initializing CUDA"), as start() runs.
+  // untimed at 32, none at 250 (19,911 at 250 in another run: it varies). A default flush avoids all of it but
+  // returns no buffer that holds an unfinished record: under steady launches records came up to 278 ms late, past
+  // the compaction's margin. So CUPTI's limit by default (timestamps first: the report's evidence), device_buffers
+  // to bound memory where a run of many launching threads needs it; untimed work is counted and said at exit. Set
+  // before any context exists (CUPTI: "before initializing CUDA"), as start() runs.
   //
   // device_buffer_kb sets the size of each device buffer (CUPTI's own ~3 MB, 100,000 records, by default). Smaller
   // ones bound the memory the pool grows to, but hold fewer records in flight. Measured on the H100 with PyTorch's

@@ -1,7 +1,6 @@
 #include "interpose/lineage.h"
 
 #include <fstream>
-#include <sstream>
 #include <string>
 
 namespace asynccheck::lineage {
@@ -22,16 +21,19 @@ bool maps_hold_library(std::string_view maps) {
 }
 
 bool process_has_library(pid_t pid) {
+  // Line by line, up to the first match: a parent's maps can be megabytes, and this runs before the child's main.
   std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
-  if (!in) return false;
-  std::stringstream text;
-  text << in.rdbuf();
-  return maps_hold_library(text.str());
+  for (std::string line; std::getline(in, line);) {
+    if (maps_hold_library(line)) return true;
+  }
+  return false;
 }
 
 bool used_cuda(const EventLog& log) {
+  // Incomplete: a call was in flight (a process killed inside its first CUDA call), or a lock could not be taken
+  // in time; what it did is unknown, so it reports.
   if (!log.calls.empty() || !log.ops.empty() || log.carried.calls != 0 || log.carried.ops != 0 ||
-      log.run.unanalyzed_calls != 0) {
+      log.run.unanalyzed_calls != 0 || !log.run.complete) {
     return true;
   }
   for (const Mark& m : log.marks) {

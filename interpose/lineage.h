@@ -20,7 +20,8 @@ bool maps_hold_library(std::string_view maps);
 // Whether process `pid` has asynccheck loaded (false if its maps cannot be read).
 bool process_has_library(pid_t pid);
 
-// Whether `log` holds any sign of CUDA use: a watched call (kept, compacted or shed), GPU work, a context created.
+// Whether `log` (capture::finish's) holds any sign of CUDA use: a watched call (kept, compacted or shed), GPU work,
+// a context created, or it is incomplete (a call in flight, a lock not taken in time: what happened is unknown).
 bool used_cuda(const EventLog& log);
 
 }  // namespace asynccheck::lineage

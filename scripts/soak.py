@@ -76,7 +76,9 @@ def main() -> int:
         ap.error(f"--interval {args.interval}: expected a positive number of seconds")
 
     t0 = time.monotonic()
-    proc = subprocess.Popen(command)
+    # Its own session: the deadline's signals go to the whole tree (the asynccheck command ignores SIGINT and waits
+    # for the program, which must get it).
+    proc = subprocess.Popen(command, start_new_session=True)
     series: list[tuple[float, float, float]] = []  # seconds, tree MiB, largest MiB
     out = open(args.csv, "w") if args.csv else None
     if out:
@@ -86,10 +88,10 @@ def main() -> int:
     while proc.poll() is None:
         now = time.monotonic()
         if args.deadline > 0 and not interrupted and now - t0 >= args.deadline:
-            proc.send_signal(signal.SIGINT)
+            os.killpg(proc.pid, signal.SIGINT)
             interrupted = True
         if interrupted and not killed and now - t0 >= args.deadline + 60:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             killed = True
         if now >= next_sample:
             total, largest = tree_rss_kib(proc.pid)

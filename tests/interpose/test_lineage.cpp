@@ -53,6 +53,9 @@ TEST(Lineage, AnySignOfCudaCounts) {
   EventLog context;
   context.marks.push_back(Mark{MarkKind::ContextCreated, 1, 0});
   EXPECT_TRUE(used_cuda(context));
+  EventLog cut_short;  // killed inside its first CUDA call: nothing finished, but it may have been CUDA
+  cut_short.run.complete = false;
+  EXPECT_TRUE(used_cuda(cut_short));
 }
 
 }  // namespace

@@ -82,6 +82,11 @@ AtThread at_thread(const ApiCall& c, size_t buffered, size_t share, bool functio
   return AtThread::Keep;
 }
 
+bool force_flush(uint64_t now_ns, uint64_t last_forced_ns, uint64_t period_ns, size_t backlog, size_t max_backlog) {
+  if (period_ns == 0 || last_forced_ns == 0 || now_ns - last_forced_ns >= period_ns) return true;
+  return max_backlog != 0 && backlog >= max_backlog / 2;
+}
+
 void Compactor::count_shed(uint64_t calls, uint64_t lost) {
   stats_.shed_calls += calls;
   stats_.lost_calls += lost;

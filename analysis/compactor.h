@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <unordered_set>
 #include <vector>
 
@@ -63,6 +64,14 @@ AtThread at_thread(const ApiCall& c, size_t buffered, size_t share, bool functio
 // (interpose/blocking_streams.h), so a call without a stack may still be a finding: never shed (above).
 bool on_legacy_stream(const ApiCall& c);
 
+// Whether a compaction round flushes CUPTI by force (the flush_period option). A forced flush delivers the records
+// of all work finished so far, and only then may the backlog be compacted up to the flush's time; an ordinary one
+// delivers the buffers CUPTI filled, nothing that bounds what is still missing. But forced flushes make CUPTI's
+// device-buffer pool grow while several threads launch (cupti/activity.cpp). So: every round when `period_ns` is 0
+// (the default), the first round, once `period_ns` has passed since `last_forced_ns`, and whenever the backlog
+// (which holds everything after the last forced flush) reaches half of `max_backlog`, before it sheds.
+bool force_flush(uint64_t now_ns, uint64_t last_forced_ns, uint64_t period_ns, size_t backlog, size_t max_backlog);
+
 class Compactor {
  public:
   // Each compaction moves at most `chunk_calls` calls into the compacted log: its temporary memory is a few
@@ -79,6 +88,8 @@ class Compactor {
   void add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,
            uint64_t calls_before_ns);
   bool has_backlog() const { return !backlog_calls_.empty(); }
+  // When the backlog's oldest call started (UINT64_MAX when empty).
+  uint64_t backlog_front_ns() const { return backlog_calls_.empty() ? std::numeric_limits<uint64_t>::max() : backlog_calls_.front().start_ns; }
   size_t backlog_size() const { return backlog_calls_.size(); }
   // Moves the backlog's next chunk into the compacted log and compacts it. `horizon_ns`: everything that ended
   // before it has been added (calls and activity records); the backlog's next call bounds it further.

@@ -33,7 +33,8 @@ std::string child_options(const Options& o, const std::string& recording) {
   s << "threshold=" << o.threshold << "ns:activity_buffer_kb=" << o.activity_buffer_kb << ":device_buffers=" << o.device_buffers
     << ":device_buffer_kb=" << o.device_buffer_kb
     << ":signal_timeout=" << o.signal_timeout << ":compact=" << (o.compact && files.trace.empty())
-    << ":compact_round=" << o.compact_round << ":compact_backlog=" << o.compact_backlog << ":stats=" << o.stats << ":summary=0:symbolize=0:save=" << recording;
+    << ":compact_round=" << o.compact_round << ":compact_backlog=" << o.compact_backlog
+    << ":flush_period=" << o.flush_period << "ns" << ":stats=" << o.stats << ":summary=0:symbolize=0:save=" << recording;
   return s.str();
 }
 

@@ -289,8 +289,8 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
   return true;
 }
 
-void flush_activity() {
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+void flush_activity(bool forced) {
+  cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   State& s = state();
   std::unique_lock lock(s.mu);
   const uint64_t target = s.completed;  // the flush has handed off every buffer it completed

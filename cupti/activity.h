@@ -17,8 +17,10 @@ namespace asynccheck::cupti {
 bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_buffer_bytes, std::string& error,
                      std::string& warning);
 
-// Flushes CUPTI's buffers and waits until the worker decoded everything handed off so far.
-void flush_activity();
+// Flushes CUPTI's buffers and waits until the worker decoded everything handed off so far. Forced: every buffer,
+// with the records of all work finished by now (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); otherwise only the buffers CUPTI
+// filled (flag 0), which says nothing of the records still in its other buffers.
+void flush_activity(bool forced = true);
 
 // Moves the decoded operations out (after flush_activity). Also returns the device name seen, if any.
 std::vector<GpuOp> take_ops();

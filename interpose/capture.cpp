@@ -72,6 +72,7 @@ struct Global {
   HostRanges ranges;
   BlockingStreams streams;
   std::atomic<uint64_t> stacks_walked{0};  // for the `stats` option
+  std::atomic<uint64_t> forced_flushes{0};  // likewise: rounds that flushed CUPTI by force (flush_period)
   // Compaction (bounded memory, analysis/compactor.h): a thread of ours moves what the application threads
   // captured into the compactor each round, which compacts it a chunk at a time, so that each compaction (and the
   // wait of finish() for one) stays short however much piled up. Off when every event must be kept (trace).
@@ -79,6 +80,10 @@ struct Global {
   rules::Environment env;
   size_t round_calls = 16 * 1024;  // compact_round: a round starts when the threads hold this many calls
   size_t max_backlog = 0;          // compact_backlog (0 = no limit)
+  // flush_period (0: a forced flush every round) and when the last forced flush was (CUPTI timebase): every record
+  // of work finished before it has been taken. Both the compaction thread's alone.
+  uint64_t flush_period_ns = 0;
+  uint64_t last_forced_ns = 0;
   // Threads that outrun the compaction thread stay bounded too: a thread whose buffer holds its share of
   // compact_backlog (half of it over the threads, at least a round) counts its sheddable calls instead of keeping
   // them. 0 = no limit (compaction off, or compact_backlog=0).
@@ -284,12 +289,27 @@ void on_mark(MarkKind kind) {
   g.marks.push_back(m);
 }
 
-// Moves what every thread captured, and the GPU work decoded so far, into the backlog. Returns the horizon the
-// backlog may be compacted to: now, or the start of the oldest call still in flight on any thread (that call is in
-// no buffer yet, and the calls and GPU work around its start may matter to it).
-uint64_t take_from_threads(Global& g) {
+// What a round may compact up to: the older of the two.
+struct Horizons {
+  uint64_t calls;    // now, or the start of the oldest call still in flight on any thread (it is in no buffer yet,
+                     // and the calls and GPU work around its start may matter to it)
+  uint64_t records;  // the last forced flush: the records of work finished before it have all been taken
+};
+
+// Moves what every thread captured, and the GPU work decoded so far, into the backlog.
+Horizons take_from_threads(Global& g) {
   const uint64_t now = cupti::timestamp();
-  cupti::flush_activity();
+  size_t backlog = 0;
+  if (g.flush_period_ns != 0) {
+    std::lock_guard lock(g.central_mu);
+    backlog = g.compactor->backlog_size();
+  }
+  const bool forced = force_flush(now, g.last_forced_ns, g.flush_period_ns, backlog, g.max_backlog);
+  cupti::flush_activity(forced);
+  if (forced) {
+    g.last_forced_ns = now;
+    g.forced_flushes.fetch_add(1, std::memory_order_relaxed);
+  }
   std::vector<GpuOp> ops = cupti::take_ops();
   std::vector<ThreadLog*> threads;
   std::vector<Mark> marks;  // all of them, every round: module loads and context creations explain host time
@@ -334,9 +354,9 @@ uint64_t take_from_threads(Global& g) {
     if (keep && t->spare.capacity() < taken.capacity()) t->spare.swap(taken);
   }
   std::lock_guard lock(g.central_mu);
-  g.compactor->add(std::move(calls), std::move(ops), std::move(marks), now, horizon);
+  g.compactor->add(std::move(calls), std::move(ops), std::move(marks), g.last_forced_ns, horizon);
   g.compactor->count_shed(shed, lost);
-  return horizon;
+  return {horizon, g.last_forced_ns};
 }
 
 size_t pending_calls(Global& g) {
@@ -360,7 +380,8 @@ void compaction_loop() {
     behind = false;
     if (now - last >= kRoundInterval || pending_calls(g) >= g.round_calls) {
       last = now;
-      const uint64_t horizon = take_from_threads(g);
+      const Horizons h = take_from_threads(g);
+      const uint64_t horizon = std::min(h.calls, h.records);
       bool drained = false;
       // Chunk by chunk, looking for stop() in between: finish() waits for one chunk at most.
       for (bool first = true;; first = false) {
@@ -375,11 +396,18 @@ void compaction_loop() {
           break;
         }
         std::lock_guard cl(g.central_mu);
-        if (first && g.compactor->backlog_size() > 2 * g.round_calls) fell_behind = true;
+        // With flush_period the backlog holds what came since the last forced flush: behind only past the size
+        // that forces one.
+        const size_t behind_at =
+            g.flush_period_ns == 0 ? 2 * g.round_calls : std::max(2 * g.round_calls, g.max_backlog / 2);
+        if (first && g.compactor->backlog_size() > behind_at) fell_behind = true;
         if (!g.compactor->has_backlog()) {
           drained = true;
           break;
         }
+        // With flush_period, what started after the horizon waits in the backlog, rather than in the compacted
+        // log where every chunk would analyze it again until the next forced flush.
+        if (g.flush_period_ns != 0 && g.compactor->backlog_front_ns() >= horizon) break;
         g.compactor->compact_chunk(horizon);
       }
       // After a flood, the chunks' temporaries leave holes in the heap that glibc keeps: give them back, at most
@@ -420,8 +448,12 @@ Stats stats() {
 
 uint64_t stacks_walked() { return global().stacks_walked.load(std::memory_order_relaxed); }
 
-void set_compaction(bool on, const rules::Environment& env, size_t round_calls, size_t max_backlog) {
+uint64_t forced_flushes() { return global().forced_flushes.load(std::memory_order_relaxed); }
+
+void set_compaction(bool on, const rules::Environment& env, size_t round_calls, size_t max_backlog,
+                    uint64_t flush_period_ns) {
   Global& g = global();
+  g.flush_period_ns = flush_period_ns;
   g.compact = on;
   g.env = env;
   g.round_calls = round_calls;

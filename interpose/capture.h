@@ -13,14 +13,18 @@ namespace asynccheck::capture {
 
 // Before start(): whether to compact the captured events as the run goes (analysis/compact.h; bounded memory),
 // and the environment the analysis describes calls with. Off, every event is kept until finish().
-// `round_calls` and `max_backlog`: the compact_round and compact_backlog options (options.def).
-void set_compaction(bool on, const rules::Environment& env, size_t round_calls, size_t max_backlog);
+// `round_calls`, `max_backlog` and `flush_period_ns`: the compact_round, compact_backlog and flush_period options
+// (options.def).
+void set_compaction(bool on, const rules::Environment& env, size_t round_calls, size_t max_backlog,
+                    uint64_t flush_period_ns = 0);
 
 // What compaction did, for the `stats` option (analysis/compactor.h); all zero with compaction off.
 using Stats = CompactorStats;
 Stats stats();
 // How many call stacks the capture walked (the calls that matter: capture.cpp, on_exit), for the `stats` option.
 uint64_t stacks_walked();
+// Compaction rounds that flushed CUPTI by force (every round unless flush_period), for the `stats` option.
+uint64_t forced_flushes();
 
 // Subscribes to CUPTI and starts recording. On failure returns false with a one-line reason.
 // `on_first_call` runs once, on the first watched call (after the CUDA runtime registered its own exit

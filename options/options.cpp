@@ -74,6 +74,11 @@ bool validate(const Options& o, std::string& error) {
             std::to_string(2 * o.compact_round) + " (2 x compact_round) to 4294967296)";
     return false;
   }
+  if (o.flush_period != 0 && (o.flush_period < 100'000'000ull || o.flush_period > 60'000'000'000ull)) {
+    error = "option 'flush_period': " + format_duration_option(o.flush_period) +
+            " is out of range (valid: 0 for a forced flush every round, or 100ms to 60s)";
+    return false;
+  }
   if (o.threshold > 60'000'000'000ull) {
     error = "option 'threshold': " + format_duration_option(o.threshold) + " is out of range (valid: 0 to 60s)";
     return false;

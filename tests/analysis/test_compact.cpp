@@ -545,6 +545,74 @@ TEST(Compactor, LongRunsKeepWhatShortOnesKeep) {
   EXPECT_EQ(kept[0], kept[1]);
 }
 
+// flush_period (capture.cpp): CUPTI is flushed by force only every `forced_every` rounds; in between, an ordinary
+// flush hands over only the buffers CUPTI filled, here every other record of work that ended since, the rest
+// coming with the next forced flush. The capture compacts up to the last forced flush only, and leaves in the
+// backlog what started after it.
+EventLog run_compactor_with_flush_period(const EventLog& log, const std::vector<Delivered>& rounds, size_t forced_every,
+                                         uint64_t margin, size_t chunk, CompactorStats* stats) {
+  Compactor compactor(compact_options(log, margin), log.run.env, chunk);
+  uint64_t last_forced = 0;
+  std::vector<GpuOp> held;  // still in CUPTI's buffers
+  for (size_t k = 0; k < rounds.size(); ++k) {
+    const Delivered& d = rounds[k];
+    const bool forced = k % forced_every == forced_every - 1 || k + 1 == rounds.size();
+    std::vector<GpuOp> ops;
+    for (size_t i = 0; i < d.ops.size(); ++i) (forced || i % 2 == 0 ? ops : held).push_back(d.ops[i]);
+    if (forced) {
+      ops.insert(ops.end(), held.begin(), held.end());
+      held.clear();
+      last_forced = d.time;
+    }
+    compactor.add(d.calls, ops, log.marks, last_forced, d.horizon);
+    const uint64_t horizon = std::min(d.horizon, last_forced);
+    while (compactor.has_backlog() && compactor.backlog_front_ns() < horizon) compactor.compact_chunk(horizon);
+  }
+  EventLog out = compactor.take();
+  out.run = log.run;
+  out.api_names = log.api_names;
+  out.stacks = log.stacks;
+  out.symbols = log.symbols;
+  out.modules = log.modules;
+  out.nvtx_ranges = log.nvtx_ranges;
+  if (stats) *stats = compactor.stats();
+  return out;
+}
+
+TEST(Compactor, WithAFlushPeriodLateRecordsChangeNothing) {
+  size_t recordings = 0, dropped = 0;
+  for (const auto& [path, original] : committed_recordings()) {
+    if (compacted(original)) continue;
+    ++recordings;
+    const std::string expected = json_of(original);
+    for (size_t forced_every : {size_t{2}, size_t{5}}) {
+      CompactorStats st;
+      const EventLog out = run_compactor_with_flush_period(original, rounds_of(original, 13), forced_every, 200 * kUs, 5, &st);
+      EXPECT_EQ(json_of(out), expected) << path << ": a forced flush every " << forced_every << " rounds";
+      EXPECT_EQ(st.late_ops, 0u) << path;  // held back until the next forced flush is not late
+      dropped += out.carried.calls;
+    }
+  }
+  EXPECT_GT(recordings, 5u);
+  EXPECT_GT(dropped, 0u);
+  // A long run: what waits is what came since the last forced flush, however long the run.
+  Builder b = ordinary_run(100'000);
+  CompactorStats st;
+  const EventLog out = run_compactor_with_flush_period(b.log, rounds_of(b.log, 100), 5, 2 * kMs, 512, &st);
+  EXPECT_EQ(json_of(out), json_of(b.log));
+  EXPECT_LE(st.peak_backlog, 6000u);  // five rounds of ~1,000 calls and the margin's
+  EXPECT_GT(out.carried.calls, 90'000u);
+}
+
+TEST(Compactor, ForcedFlushesEveryRoundUnlessAPeriodIsSet) {
+  EXPECT_TRUE(force_flush(5'000, 4'000, 0, 0, 0));            // the default: every round
+  EXPECT_TRUE(force_flush(5'000, 0, 1'000'000, 0, 0));        // the first round
+  EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 10, 0));  // within the period
+  EXPECT_TRUE(force_flush(1'004'000, 4'000, 1'000'000, 10, 0));
+  EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 499, 1000));  // the backlog below half its limit
+  EXPECT_TRUE(force_flush(5'000, 4'000, 1'000'000, 500, 1000));   // at half: flush before it sheds
+}
+
 TEST(Compactor, CountsActivityRecordsThatCameARoundLate) {
   Builder b = ordinary_run(1000);
   std::vector<Delivered> rounds = rounds_of(b.log, 10);

@@ -32,7 +32,7 @@ TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
     std::string message;
   } cases[] = {
       {{"--bogus=1"}, "unknown option '--bogus' (valid: error-exitcode, fail-on, read, threshold, format, output, json, "
-                      "sarif, trace, log_file, save, suppressions, baseline, save_baseline, overwrite, compact, compact_round, compact_backlog, stats, print_limit, "
+                      "sarif, trace, log_file, save, suppressions, baseline, save_baseline, overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, "
                       "summary, symbolize, activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help)"},
       {{"--threshold=soon"}, "option 'threshold': 'soon' is not a duration (valid: a whole number with ns, us, ms or "
                              "s, e.g. 100us, 2ms; no unit means us)"},
@@ -157,10 +157,10 @@ TEST_F(Cli, ProgramOutputAndExitCodePassThrough) {
 // The options the library acts on in the program reach it: the command passes them in ASYNCCHECK_OPTIONS
 // (cli/run.cpp, child_options), here seen by a program that prints it.
 TEST_F(Cli, LibraryOptionsReachTheProgram) {
-  const Result r = asynccheck({"--device-buffers=16", "--device-buffer-kb=1024", "--activity-buffer-kb=128", "--compact-backlog=0", "--",
+  const Result r = asynccheck({"--device-buffers=16", "--device-buffer-kb=1024", "--flush-period=2s", "--activity-buffer-kb=128", "--compact-backlog=0", "--",
                                "/bin/sh", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});
   EXPECT_EQ(r.code(), 0) << r.err;
-  for (const char* want : {"device_buffers=16", "device_buffer_kb=1024", "activity_buffer_kb=128", "compact_backlog=0", "summary=0"}) {
+  for (const char* want : {"device_buffers=16", "device_buffer_kb=1024", "flush_period=2000000000ns", "activity_buffer_kb=128", "compact_backlog=0", "summary=0"}) {
     EXPECT_NE((":" + r.out).find(std::string(":") + want), std::string::npos) << want << " in " << r.out;
   }
 }

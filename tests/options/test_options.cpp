@@ -85,7 +85,7 @@ TEST(Options, OrderOfFormatAndOutputDoesNotMatter) {
 TEST(Options, BadInputMessagesArePinned) {
   const std::string names =
       "threshold, format, output, json, sarif, trace, log_file, save, suppressions, baseline, save_baseline, "
-      "overwrite, compact, compact_round, compact_backlog, stats, print_limit, summary, symbolize, activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help";
+      "overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, summary, symbolize, activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help";
   const struct {
     const char* text;
     std::string message;
@@ -101,6 +101,8 @@ TEST(Options, BadInputMessagesArePinned) {
       {"activity_buffer_kb=1", "option 'activity_buffer_kb': 1 is out of range (valid: 64 to 262144)"},
       {"device_buffers=1", "option 'device_buffers': 1 is out of range (valid: 2 to 250)"},
       {"device_buffers=251", "option 'device_buffers': 251 is out of range (valid: 2 to 250)"},
+      {"flush_period=99ms", "option 'flush_period': 99ms is out of range (valid: 0 for a forced flush every round, or 100ms to 60s)"},
+      {"flush_period=61s", "option 'flush_period': 61s is out of range (valid: 0 for a forced flush every round, or 100ms to 60s)"},
       {"device_buffer_kb=63", "option 'device_buffer_kb': 63 is out of range (valid: 0 for CUPTI's own size, or 64 to 65536)"},
       {"device_buffer_kb=65537", "option 'device_buffer_kb': 65537 is out of range (valid: 0 for CUPTI's own size, or 64 to 65536)"},
       {"compact_round=10", "option 'compact_round': 10 is out of range (valid: 1024 to 1048576)"},

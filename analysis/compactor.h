@@ -69,7 +69,7 @@ bool on_legacy_stream(const ApiCall& c);
 // delivers the buffers CUPTI filled, nothing that bounds what is still missing. But forced flushes make CUPTI's
 // device-buffer pool grow while several threads launch (cupti/activity.cpp). So: every round when `period_ns` is 0
 // (the default), the first round, once `period_ns` has passed since `last_forced_ns`, and whenever the backlog
-// (which holds everything after the last forced flush) reaches half of `max_backlog`, before it sheds.
+// (which holds everything after the last forced flush) held half of `max_backlog` when the round began.
 bool force_flush(uint64_t now_ns, uint64_t last_forced_ns, uint64_t period_ns, size_t backlog, size_t max_backlog);
 
 class Compactor {
@@ -84,7 +84,8 @@ class Compactor {
   // A round's batch: calls and ops in any order (sorted here), and every mark so far (they replace the previous).
   // `delivered_ns`: when the batch was taken (the activity flush before it); an op that ended before the previous
   // batch's time counts as late (stats). `calls_before_ns`: every call that started before it has been added (or
-  // counted with count_shed): the capture's horizon, at most `delivered_ns`.
+  // counted with count_shed): the capture's horizon; newer than `delivered_ns` when the last flush was not forced
+  // (flush_period).
   void add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,
            uint64_t calls_before_ns);
   bool has_backlog() const { return !backlog_calls_.empty(); }

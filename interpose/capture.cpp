@@ -406,8 +406,14 @@ void compaction_loop() {
           break;
         }
         // With flush_period, what started after the horizon waits in the backlog, rather than in the compacted
-        // log where every chunk would analyze it again until the next forced flush.
-        if (g.flush_period_ns != 0 && g.compactor->backlog_front_ns() >= horizon) break;
+        // log where every chunk would analyze it again until the next forced flush; drained as far as it can be.
+        // Not past behind_at: a horizon held back by a call in flight (or a thread we could not lock) must not
+        // make the backlog shed, so the chunks go on into the compacted log, as without a period.
+        if (g.flush_period_ns != 0 && g.compactor->backlog_front_ns() >= horizon &&
+            g.compactor->backlog_size() <= behind_at) {
+          drained = true;
+          break;
+        }
         g.compactor->compact_chunk(horizon);
       }
       // After a flood, the chunks' temporaries leave holes in the heap that glibc keeps: give them back, at most

@@ -546,11 +546,11 @@ TEST(Compactor, LongRunsKeepWhatShortOnesKeep) {
 }
 
 // flush_period (capture.cpp): CUPTI is flushed by force only every `forced_every` rounds; in between, an ordinary
-// flush hands over only the buffers CUPTI filled, here every other record of work that ended since, the rest
-// coming with the next forced flush. The capture compacts up to the last forced flush only, and leaves in the
-// backlog what started after it.
+// flush hands over only the buffers CUPTI filled: here every other record of work that ended since (`hold_all`:
+// none), the rest coming with the next forced flush. The capture compacts up to the last forced flush only, and
+// leaves in the backlog what started after it.
 EventLog run_compactor_with_flush_period(const EventLog& log, const std::vector<Delivered>& rounds, size_t forced_every,
-                                         uint64_t margin, size_t chunk, CompactorStats* stats) {
+                                         bool hold_all, uint64_t margin, size_t chunk, CompactorStats* stats) {
   Compactor compactor(compact_options(log, margin), log.run.env, chunk);
   uint64_t last_forced = 0;
   std::vector<GpuOp> held;  // still in CUPTI's buffers
@@ -558,7 +558,7 @@ EventLog run_compactor_with_flush_period(const EventLog& log, const std::vector<
     const Delivered& d = rounds[k];
     const bool forced = k % forced_every == forced_every - 1 || k + 1 == rounds.size();
     std::vector<GpuOp> ops;
-    for (size_t i = 0; i < d.ops.size(); ++i) (forced || i % 2 == 0 ? ops : held).push_back(d.ops[i]);
+    for (size_t i = 0; i < d.ops.size(); ++i) (forced || (!hold_all && i % 2 == 0) ? ops : held).push_back(d.ops[i]);
     if (forced) {
       ops.insert(ops.end(), held.begin(), held.end());
       held.clear();
@@ -586,11 +586,15 @@ TEST(Compactor, WithAFlushPeriodLateRecordsChangeNothing) {
     ++recordings;
     const std::string expected = json_of(original);
     for (size_t forced_every : {size_t{2}, size_t{5}}) {
-      CompactorStats st;
-      const EventLog out = run_compactor_with_flush_period(original, rounds_of(original, 13), forced_every, 200 * kUs, 5, &st);
-      EXPECT_EQ(json_of(out), expected) << path << ": a forced flush every " << forced_every << " rounds";
-      EXPECT_EQ(st.late_ops, 0u) << path;  // held back until the next forced flush is not late
-      dropped += out.carried.calls;
+      for (bool hold_all : {false, true}) {
+        CompactorStats st;
+        const EventLog out =
+            run_compactor_with_flush_period(original, rounds_of(original, 13), forced_every, hold_all, 200 * kUs, 5, &st);
+        EXPECT_EQ(json_of(out), expected) << path << ": a forced flush every " << forced_every << " rounds"
+                                          << (hold_all ? ", no record before it" : ", half the records before it");
+        EXPECT_EQ(st.late_ops, 0u) << path;  // held back until the next forced flush is not late
+        dropped += out.carried.calls;
+      }
     }
   }
   EXPECT_GT(recordings, 5u);
@@ -598,7 +602,7 @@ TEST(Compactor, WithAFlushPeriodLateRecordsChangeNothing) {
   // A long run: what waits is what came since the last forced flush, however long the run.
   Builder b = ordinary_run(100'000);
   CompactorStats st;
-  const EventLog out = run_compactor_with_flush_period(b.log, rounds_of(b.log, 100), 5, 2 * kMs, 512, &st);
+  const EventLog out = run_compactor_with_flush_period(b.log, rounds_of(b.log, 100), 5, true, 2 * kMs, 512, &st);
   EXPECT_EQ(json_of(out), json_of(b.log));
   EXPECT_LE(st.peak_backlog, 6000u);  // five rounds of ~1,000 calls and the margin's
   EXPECT_GT(out.carried.calls, 90'000u);

@@ -33,6 +33,9 @@ std::vector<T> take_front(std::vector<T>& v, typename std::vector<T>::iterator u
 bool by_start_call(const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; }
 bool by_start_op(const GpuOp& a, const GpuOp& b) { return a.start_ns < b.start_ns; }
 
+// CUPTI's record of work it could not time (cupti/activity.cpp, count_untimed): never evidence.
+bool untimed_op(const GpuOp& op) { return op.kind != GpuOpKind::Sync && op.start_ns == 0; }
+
 }  // namespace
 
 Compactor::Compactor(const CompactOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog)
@@ -184,11 +187,43 @@ void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vec
     }
   }
   last_delivered_ns_ = std::max(last_delivered_ns_, delivered_ns);
+  for (auto& [op, rounds] : untimed_) ++rounds;
+  const auto untimed = std::stable_partition(ops.begin(), ops.end(), [](const GpuOp& op) { return !untimed_op(op); });
+  for (auto it = untimed; it != ops.end(); ++it) untimed_.emplace_back(std::move(*it), 0);
+  ops.erase(untimed, ops.end());
+  release_untimed(false);
   central_.marks = std::move(marks);
   merge_into(backlog_calls_, std::move(calls), by_start_call);
   merge_into(backlog_ops_, std::move(ops), by_start_op);
   stats_.peak_backlog = std::max<uint64_t>(stats_.peak_backlog, backlog_calls_.size());
   shed();
+}
+
+// Moves into the compacted log the untimed work whose call is there, and the work that waited too long (`all`: every
+// one). The common case, no untimed work, costs nothing.
+void Compactor::release_untimed(bool all) {
+  if (untimed_.empty()) return;
+  std::vector<uint64_t> ids;
+  if (!all) {
+    ids.reserve(2 * central_.calls.size());
+    for (const ApiCall& c : central_.calls) {
+      ids.push_back(c.correlation_id);
+      if (c.driver_correlation_id != 0) ids.push_back(c.driver_correlation_id);
+    }
+    std::sort(ids.begin(), ids.end());
+  }
+  std::vector<GpuOp> released;
+  size_t out = 0;
+  for (size_t i = 0; i < untimed_.size(); ++i) {
+    auto& [op, rounds] = untimed_[i];
+    if (all || rounds > kUntimedRounds || std::binary_search(ids.begin(), ids.end(), op.correlation_id)) {
+      released.push_back(std::move(op));
+    } else {
+      untimed_[out++] = std::move(untimed_[i]);
+    }
+  }
+  untimed_.resize(out);
+  if (!released.empty()) merge_into(central_.ops, std::move(released), by_start_op);
 }
 
 // Calls are taken whole, the GPU work by its start: everything that started before the backlog's next call is
@@ -203,6 +238,7 @@ void Compactor::compact_chunk(uint64_t horizon_ns) {
   remember_launches(calls);
   merge_into(central_.calls, std::move(calls), by_start_call);
   merge_into(central_.ops, std::move(ops), by_start_op);
+  release_untimed(false);
   central_.run.threshold_ns = options_.analysis.threshold_ns;
   central_.run.env = env_;
   // false: nothing to drop yet, or the check refused (the log stays whole and correct, only larger).
@@ -219,6 +255,7 @@ void Compactor::compact_chunk(uint64_t horizon_ns) {
 }
 
 EventLog Compactor::take() {
+  release_untimed(true);
   EventLog log = std::move(central_);
   central_ = EventLog{};
   log.calls.insert(log.calls.end(), std::make_move_iterator(backlog_calls_.begin()),

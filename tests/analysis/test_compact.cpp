@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <unordered_map>
 
 #include "analysis/compact.h"
 #include "analysis/compactor.h"
@@ -615,6 +616,40 @@ TEST(Compactor, ForcedFlushesEveryRoundUnlessAPeriodIsSet) {
   EXPECT_TRUE(force_flush(1'004'000, 4'000, 1'000'000, 10, 0));
   EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 499, 1000));  // the backlog below half its limit
   EXPECT_TRUE(force_flush(5'000, 4'000, 1'000'000, 500, 1000));   // at half: flush before it sheds
+}
+
+// Work CUPTI delivered untimed (start and end 0), which it does when its device buffers run out: sorted by start it
+// went into the compacted log ahead of its call and was dropped there as nobody's work, and the call then waited
+// for its record in every round: the calls kept grew with the run (1.19M after 24 minutes on the H100). Now it
+// waits for its call; the calls kept stay those of a run without untimed work, and the report is the same.
+TEST(Compactor, UntimedWorkDoesNotKeepItsCallForever) {
+  size_t kept[3] = {};
+  for (int pct : {0, 50, 100}) {
+    Builder b = ordinary_run(20'000);
+    std::unordered_map<uint64_t, uint64_t> call_end;  // correlation id -> when its call returned
+    for (const ApiCall& c : b.log.calls) call_end[c.correlation_id] = c.end_ns;
+    size_t n = 0;
+    for (GpuOp& op : b.log.ops) {
+      if (op.kind == GpuOpKind::Kernel && static_cast<int>(n++ % 100) < pct) op.start_ns = op.end_ns = 0;
+    }
+    // Delivered as CUPTI would: an untimed record comes once its call has returned (the round after its end).
+    std::vector<Delivered> rounds = rounds_of(b.log, 20);
+    for (Delivered& d : rounds) {
+      std::erase_if(d.ops, [](const GpuOp& op) { return op.start_ns == 0 && op.kind != GpuOpKind::Sync; });
+    }
+    for (const GpuOp& op : b.log.ops) {
+      if (op.start_ns != 0 || op.kind == GpuOpKind::Sync) continue;
+      const uint64_t end = call_end.at(op.correlation_id);
+      auto r = std::find_if(rounds.begin(), rounds.end(), [&](const Delivered& d) { return d.time > end; });
+      (r == rounds.end() ? rounds.back() : *r).ops.push_back(op);
+    }
+    CompactorStats st;
+    const EventLog out = run_compactor(b.log, rounds, 2 * kMs, 512, &st);
+    EXPECT_EQ(json_of(out), json_of(b.log)) << pct << "% untimed";
+    kept[pct / 50] = out.calls.size();
+  }
+  EXPECT_LE(kept[1], kept[0] + 10);  // was 10,812 against 226
+  EXPECT_LE(kept[2], kept[0] + 10);  // was 19,496
 }
 
 TEST(Compactor, CountsActivityRecordsThatCameARoundLate) {

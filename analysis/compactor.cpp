@@ -188,9 +188,11 @@ void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vec
   }
   last_delivered_ns_ = std::max(last_delivered_ns_, delivered_ns);
   for (auto& [op, rounds] : untimed_) ++rounds;
-  const auto untimed = std::stable_partition(ops.begin(), ops.end(), [](const GpuOp& op) { return !untimed_op(op); });
-  for (auto it = untimed; it != ops.end(); ++it) untimed_.emplace_back(std::move(*it), 0);
-  ops.erase(untimed, ops.end());
+  if (std::any_of(ops.begin(), ops.end(), untimed_op)) {  // rare: no pass that moves every op otherwise
+    const auto untimed = std::stable_partition(ops.begin(), ops.end(), [](const GpuOp& op) { return !untimed_op(op); });
+    for (auto it = untimed; it != ops.end(); ++it) untimed_.emplace_back(std::move(*it), 0);
+    ops.erase(untimed, ops.end());
+  }
   release_untimed(false);
   central_.marks = std::move(marks);
   merge_into(backlog_calls_, std::move(calls), by_start_call);

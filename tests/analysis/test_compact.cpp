@@ -494,13 +494,8 @@ std::vector<Delivered> rounds_of(const EventLog& log, int rounds) {
   return out;
 }
 
-EventLog run_compactor(const EventLog& log, const std::vector<Delivered>& rounds, uint64_t margin, size_t chunk,
-                       CompactorStats* stats = nullptr) {
-  Compactor compactor(compact_options(log, margin), log.run.env, chunk);
-  for (const Delivered& d : rounds) {
-    compactor.add(d.calls, d.ops, log.marks, d.time, d.horizon);
-    while (compactor.has_backlog()) compactor.compact_chunk(d.horizon);
-  }
+// What the compactor holds at the end, with what the capture's finish() adds from the run itself.
+EventLog taken(Compactor& compactor, const EventLog& log, CompactorStats* stats) {
   EventLog out = compactor.take();
   out.run = log.run;
   out.api_names = log.api_names;
@@ -510,6 +505,16 @@ EventLog run_compactor(const EventLog& log, const std::vector<Delivered>& rounds
   out.nvtx_ranges = log.nvtx_ranges;
   if (stats) *stats = compactor.stats();
   return out;
+}
+
+EventLog run_compactor(const EventLog& log, const std::vector<Delivered>& rounds, uint64_t margin, size_t chunk,
+                       CompactorStats* stats = nullptr) {
+  Compactor compactor(compact_options(log, margin), log.run.env, chunk);
+  for (const Delivered& d : rounds) {
+    compactor.add(d.calls, d.ops, log.marks, d.time, d.horizon);
+    while (compactor.has_backlog()) compactor.compact_chunk(d.horizon);
+  }
+  return taken(compactor, log, stats);
 }
 
 TEST(Compactor, EveryRecordingDeliveredInRoundsReportsTheSame) {
@@ -569,15 +574,7 @@ EventLog run_compactor_with_flush_period(const EventLog& log, const std::vector<
     const uint64_t horizon = std::min(d.horizon, last_forced);
     while (compactor.has_backlog() && compactor.backlog_front_ns() < horizon) compactor.compact_chunk(horizon);
   }
-  EventLog out = compactor.take();
-  out.run = log.run;
-  out.api_names = log.api_names;
-  out.stacks = log.stacks;
-  out.symbols = log.symbols;
-  out.modules = log.modules;
-  out.nvtx_ranges = log.nvtx_ranges;
-  if (stats) *stats = compactor.stats();
-  return out;
+  return taken(compactor, log, stats);
 }
 
 TEST(Compactor, WithAFlushPeriodLateRecordsChangeNothing) {

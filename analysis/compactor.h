@@ -90,7 +90,9 @@ class Compactor {
            uint64_t calls_before_ns);
   bool has_backlog() const { return !backlog_calls_.empty(); }
   // When the backlog's oldest call started (UINT64_MAX when empty).
-  uint64_t backlog_front_ns() const { return backlog_calls_.empty() ? std::numeric_limits<uint64_t>::max() : backlog_calls_.front().start_ns; }
+  uint64_t backlog_front_ns() const {
+    return backlog_calls_.empty() ? std::numeric_limits<uint64_t>::max() : backlog_calls_.front().start_ns;
+  }
   size_t backlog_size() const { return backlog_calls_.size(); }
   // Moves the backlog's next chunk into the compacted log and compacts it. `horizon_ns`: everything that ended
   // before it has been added (calls and activity records); the backlog's next call bounds it further.

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "launch.h"
+#include "test_dir.h"
 
 namespace {
 
@@ -18,22 +19,16 @@ using namespace asynccheck_test;
 const fs::path kProgram = ASYNCCHECK_CUDA_EXIT_PATHS;
 const fs::path kLibrary = ASYNCCHECK_LIBRARY;
 
-class CudaExitPaths : public ::testing::Test {
+class CudaExitPaths : public TestDir {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("asynccheck-robust-gpu-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    for (const char* d : {"bare", "preload", "reports"}) fs::create_directories(dir_ / d);
+    make_dir("asynccheck-robust-gpu", {"bare", "preload", "reports"});
     const Result probe = run({{kProgram.string(), "exit"}, {}, dir_ / "bare"});
     if (describe(probe.status) == "exit code 77") {
       GTEST_SKIP() << "SKIPPED: no usable GPU (cuda_exit_paths found no CUDA device); run it on the GPU machine: "
                       "ctest -R robust.gpu (docs/gpu-testing.md)";
     }
     ASSERT_EQ(describe(probe.status), "exit code 3") << probe.err;
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
   }
   Result bare(const std::string& mode, std::vector<int> when_ready = {}) {
     return run({{kProgram.string(), mode}, {}, dir_ / "bare", false, when_ready});
@@ -70,7 +65,6 @@ class CudaExitPaths : public ::testing::Test {
     EXPECT_NE(r.find("\"api\": \"cudaMemcpyAsync\""), std::string::npos) << "the pageable copy is not reported: " << r;
     EXPECT_EQ(p.err.find("was not written"), std::string::npos) << p.err;
   }
-  fs::path dir_;
 };
 
 // SIGTERM while the host waits in cudaStreamSynchronize: the reporter flushes CUPTI while the main thread is
@@ -89,8 +83,7 @@ TEST_F(CudaExitPaths, SigtermInsideCudaStreamSynchronize) {
 TEST_F(CudaExitPaths, CrashesAndUnderscoreExitAfterCudaCalls) {
   for (const char* mode : {"segv", "abort", "_exit"}) {
     SCOPED_TRACE(mode);
-    fs::remove_all(dir_ / "reports");
-    fs::create_directories(dir_ / "reports");
+    empty("reports");
     const Result b = bare(mode);
     const Result p = preloaded(mode);
     EXPECT_EQ(p.status, b.status) << describe(p.status) << " vs " << describe(b.status) << "\n" << p.err;
@@ -106,8 +99,7 @@ TEST_F(CudaExitPaths, ExitFromAThreadWhileAnotherMakesCudaCalls) {
   }
   for (int k = 0; k < 5; ++k) {  // a race: a few times
     SCOPED_TRACE(k);
-    fs::remove_all(dir_ / "reports");
-    fs::create_directories(dir_ / "reports");
+    empty("reports");
     const Result p = preloaded("thread-exit");
     EXPECT_EQ(describe(p.status), "exit code 8") << p.err;
     expect_report(p, "exit", std::nullopt);  // complete or not, depending on whether a call was in flight

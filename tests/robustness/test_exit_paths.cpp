@@ -8,6 +8,7 @@
 #include <map>
 
 #include "launch.h"
+#include "test_dir.h"
 
 namespace {
 
@@ -17,17 +18,9 @@ const fs::path kProgram = ASYNCCHECK_EXIT_PATHS;
 const fs::path kCommand = ASYNCCHECK_COMMAND;
 const fs::path kLibrary = ASYNCCHECK_LIBRARY;
 
-class ExitPaths : public ::testing::Test {
+class ExitPaths : public TestDir {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("asynccheck-robust-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    for (const char* d : {"bare", "preload", "reports"}) fs::create_directories(dir_ / d);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);  // kept for a look when something failed
-  }
+  void SetUp() override { make_dir("asynccheck-robust", {"bare", "preload", "reports"}); }
 
   Result bare(const std::string& mode, bool cores = false, std::vector<int> when_ready = {}) {
     return run({{kProgram.string(), mode}, {}, dir_ / "bare", cores, when_ready});
@@ -54,7 +47,6 @@ class ExitPaths : public ::testing::Test {
     if (summaries) *summaries = txt;
     return json;
   }
-  fs::path dir_;
 };
 
 struct Case {
@@ -100,8 +92,7 @@ std::string expected_status(const Case& c) {
 TEST_F(ExitPaths, EveryEndReportsAndEndsAsItWould) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.mode);
-    fs::remove_all(dir_ / "reports");
-    fs::create_directories(dir_ / "reports");
+    empty("reports");
     const Result b = bare(c.mode);
     ASSERT_EQ(describe(b.status), expected_status(c)) << b.err;
     const Result p = preloaded(c.mode);

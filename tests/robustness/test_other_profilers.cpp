@@ -11,6 +11,7 @@
 #include <regex>
 
 #include "launch.h"
+#include "test_dir.h"
 
 namespace {
 
@@ -22,24 +23,15 @@ const fs::path kCommand = ASYNCCHECK_COMMAND;
 const fs::path kTorchScript = ASYNCCHECK_TORCH_PROFILE;
 const std::string kHeld = "CUPTI is already in use by";
 
-class OtherProfilers : public ::testing::Test {
+class OtherProfilers : public TestDir {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("asynccheck-profilers-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    for (const char* d : {"bare", "watched", "reports"}) fs::create_directories(dir_ / d);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
+  void SetUp() override { make_dir("asynccheck-profilers", {"bare", "watched", "reports"}); }
   std::vector<std::string> reports() const {
     std::vector<std::string> out;
     for (const fs::directory_entry& e : fs::directory_iterator(dir_ / "reports")) out.push_back(slurp(e.path()));
     return out;
   }
   std::string json_option() const { return (dir_ / "reports" / "r.%p.json").string(); }
-  fs::path dir_;
 };
 
 fs::path compute_sanitizer() {
@@ -80,8 +72,7 @@ TEST_F(OtherProfilers, UnderComputeSanitizerAsynccheckStepsAside) {
   };
   for (const Way& way : ways) {
     SCOPED_TRACE(way.name);
-    fs::remove_all(dir_ / "reports");
-    fs::create_directories(dir_ / "reports");
+    empty("reports");
     const Result w = run(way.launch);
     EXPECT_EQ(w.status, bare.status) << describe(w.status) << "\n" << w.err;
     EXPECT_EQ(sanitizer_lines(w.out), sanitizer_lines(bare.out));

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "launch.h"
+#include "test_dir.h"
 
 namespace {
 
@@ -25,20 +26,17 @@ using namespace asynccheck_test;
 const fs::path kProbe = ASYNCCHECK_SECURE_PROBE;
 const fs::path kLibrary = ASYNCCHECK_LIBRARY;
 
-class SecureExecution : public ::testing::Test {
+class SecureExecution : public TestDir {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("asynccheck-secure-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "run");
-    fs::create_directories(dir_ / "reports");
+    make_dir("asynccheck-secure", {"run", "reports"});
     fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     probe_ = dir_ / "secure_probe";
     fs::copy_file(kProbe, probe_);
   }
   void TearDown() override {
     fs::remove(probe_);  // a setgid copy that loads any path it is given: never left behind, failed or not
-    if (!HasFailure()) fs::remove_all(dir_);
+    TestDir::TearDown();
   }
   // help=1 prints the options on stderr: a visible sign that the options were read, with or without a GPU.
   Result run_probe() {
@@ -52,7 +50,7 @@ class SecureExecution : public ::testing::Test {
     for ([[maybe_unused]] const fs::directory_entry& e : fs::directory_iterator(dir_ / "reports")) ++n;
     return n;
   }
-  fs::path dir_, probe_;
+  fs::path probe_;
 };
 
 TEST_F(SecureExecution, EnvironmentOptionsAreIgnoredAndSaidSo) {
@@ -73,8 +71,7 @@ TEST_F(SecureExecution, EnvironmentOptionsAreIgnoredAndSaidSo) {
   if (chown(probe_.c_str(), 0, other->gr_gid) != 0 || chmod(probe_.c_str(), 02755) != 0) {
     GTEST_SKIP() << "SKIPPED: cannot make a setgid copy for group " << other->gr_name << ": " << strerror(errno);
   }
-  fs::remove_all(dir_ / "reports");
-  fs::create_directories(dir_ / "reports");
+  empty("reports");
 
   const Result secure = run_probe();
   ASSERT_EQ(describe(secure.status), "exit code 0") << secure.err;

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "launch.h"
+#include "test_dir.h"
 
 namespace {
 
@@ -15,22 +16,16 @@ using namespace asynccheck_test;
 const fs::path kProgram = ASYNCCHECK_THREADS_STRESS;
 const fs::path kLibrary = ASYNCCHECK_LIBRARY;
 
-class Threads : public ::testing::Test {
+class Threads : public TestDir {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("asynccheck-threads-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    for (const char* d : {"bare", "preload", "reports"}) fs::create_directories(dir_ / d);
+    make_dir("asynccheck-threads", {"bare", "preload", "reports"});
     const Result probe = run({{kProgram.string(), "1", "4"}, {}, dir_ / "bare"});
     if (describe(probe.status) == "exit code 77") {
       GTEST_SKIP() << "SKIPPED: no usable GPU (threads_stress found no CUDA device); run it on the GPU machine: "
                       "ctest -R robust.gpu (docs/gpu-testing.md)";
     }
     ASSERT_EQ(describe(probe.status), "exit code 0") << probe.err;
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
   }
   std::string options() const {
     return "ASYNCCHECK_OPTIONS=json=" + (dir_ / "reports" / "report.%p.json").string() +
@@ -43,7 +38,6 @@ class Threads : public ::testing::Test {
     }
     return out;
   }
-  fs::path dir_;
 };
 
 TEST_F(Threads, SixteenThreadsOfAHundredThousandCallsAreCountedExactly) {

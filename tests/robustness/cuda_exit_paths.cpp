@@ -1,8 +1,8 @@
 // exit_paths with CUDA work in flight, for the GPU machine (test_cuda_exit_paths.cpp): the report must be written,
 // with the calls watched so far, when the program is killed inside a CUDA call, crashes after some, leaves with
-// _exit, calls exit() from a thread while another still makes CUDA calls, or forks a child that execs another CUDA
-// program. Plain C++ on the runtime API (no
-// kernels, no nvcc): a host function enqueued on a stream makes a synchronization that lasts as long as we like.
+// _exit, calls exit() from a thread while another still makes CUDA calls, or forks a child that execs another
+// program (CUDA or not). Plain C++ on the runtime API (no kernels, no nvcc): a host function enqueued on a stream
+// makes a synchronization that lasts as long as we like.
 // Without a GPU every mode exits with 77 before doing anything.
 #include <cuda_runtime_api.h>
 #include <signal.h>
@@ -36,6 +36,26 @@ void check(cudaError_t e, const char* what) {
 void some_work(cudaStream_t s, std::vector<char>& host, void* dev) {
   check(cudaMemcpyAsync(dev, host.data(), host.size(), cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+// Whether the child `pid` (fork's answer) exited with `code`.
+bool child_exited_with(pid_t pid, int code) {
+  int status = 0;
+  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == code;
+}
+
+// Forks a child that execs `path` as `argv0` with `arg` (none if null), waits for it to exit with `code`, then works
+// again: the parent's calls after its child ended are in the parent's report.
+int fork_exec_then_work(const char* path, const char* argv0, const char* arg, int code, cudaStream_t s,
+                        std::vector<char>& host, void* dev) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl(path, argv0, arg, static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  if (!child_exited_with(pid, code)) return 1;
+  some_work(s, host, dev);
+  return 0;
 }
 
 }  // namespace
@@ -78,35 +98,15 @@ int main(int argc, char** argv) {
     for (;;) some_work(s, host, dev);
   }
   if (mode == "fork-child-exits") {  // the child neither execs nor uses CUDA
-    pid_t pid = fork();
+    const pid_t pid = fork();
     if (pid == 0) std::exit(0);
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+    if (!child_exited_with(pid, 0)) return 1;
     some_work(s, host, dev);
     return 0;
   }
-  if (mode == "fork-exec-cuda") {  // the child execs another CUDA program (this one, mode "exit"), then more work
-    pid_t pid = fork();
-    if (pid == 0) {
-      execl("/proc/self/exe", argv[0], "exit", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 3) return 1;
-    some_work(s, host, dev);  // the parent's calls after its child ended are in the parent's report
-    return 0;
-  }
-  if (mode == "fork-exec-nocuda") {  // the child execs a program that never uses CUDA
-    pid_t pid = fork();
-    if (pid == 0) {
-      execl("/bin/true", "true", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
-    some_work(s, host, dev);
-    return 0;
-  }
+  // The child execs another CUDA program (this one, mode "exit": code 3), or one that never uses CUDA.
+  if (mode == "fork-exec-cuda") return fork_exec_then_work("/proc/self/exe", argv[0], "exit", 3, s, host, dev);
+  if (mode == "fork-exec-nocuda") return fork_exec_then_work("/bin/true", "true", nullptr, 0, s, host, dev);
   std::fprintf(stderr, "cuda_exit_paths: unknown mode '%s'\n", argv[1]);
   return 2;
 }

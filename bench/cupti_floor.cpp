@@ -7,8 +7,9 @@
 // quoted as a multiple of it (docs/performance.md). Buffers are flushed at exit, as asynccheck does.
 //
 // Environment: CUPTI_FLOOR_BUFFER_KB (default 4096), CUPTI_FLOOR_DEVICE_BUFFER_KB (default 0: CUPTI's size),
-// CUPTI_FLOOR_VERBOSE=1 (one line at start and at exit), CUPTI_FLOOR_FLUSH_MS=N with CUPTI_FLOOR_FLUSH=forced|default: a thread that flushes every N ms (what CUPTI does
-// when a tool collects its records during the run, as asynccheck's compaction does; docs/performance.md).
+// CUPTI_FLOOR_VERBOSE=1 (one line at start and at exit), CUPTI_FLOOR_FLUSH_MS=N with
+// CUPTI_FLOOR_FLUSH=forced|default: a thread that flushes every N ms (what CUPTI does when a tool collects its
+// records during the run, as asynccheck's compaction does; docs/performance.md).
 // Errors are printed as one "cupti_floor: ERROR ..." line on stderr; the program then runs unwatched.
 #include <cupti.h>
 #include <unistd.h>
@@ -160,7 +161,9 @@ __attribute__((constructor)) void cupti_floor_start() {
   }
   // asynccheck's device_buffer_kb option (default 0: CUPTI's own size), to compare the same CUPTI settings.
   size_t device_buffer_bytes = 0;
-  if (const char* v = std::getenv("CUPTI_FLOOR_DEVICE_BUFFER_KB")) device_buffer_bytes = std::strtoul(v, nullptr, 10) * 1024;
+  if (const char* v = std::getenv("CUPTI_FLOOR_DEVICE_BUFFER_KB")) {
+    device_buffer_bytes = std::strtoul(v, nullptr, 10) * 1024;
+  }
   if (device_buffer_bytes != 0) {
     size_t size_size = sizeof device_buffer_bytes;
     cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &size_size, &device_buffer_bytes);

@@ -372,6 +372,10 @@ void compaction_loop() {
   auto last_trim = last;
   bool behind = false;  // the last round stopped because the threads got a round ahead: take again at once
   bool fell_behind = false;  // the backlog grew past two rounds since the last malloc_trim
+  // With flush_period the backlog holds what came since the last forced flush: behind only past the size that
+  // forces one.
+  const size_t behind_at =
+      g.flush_period_ns == 0 ? 2 * g.round_calls : std::max(2 * g.round_calls, g.max_backlog / 2);
   std::unique_lock lock(g.stop_mu);
   while (!g.stop) {
     if (!behind && g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop; })) break;
@@ -396,10 +400,6 @@ void compaction_loop() {
           break;
         }
         std::lock_guard cl(g.central_mu);
-        // With flush_period the backlog holds what came since the last forced flush: behind only past the size
-        // that forces one.
-        const size_t behind_at =
-            g.flush_period_ns == 0 ? 2 * g.round_calls : std::max(2 * g.round_calls, g.max_backlog / 2);
         if (first && g.compactor->backlog_size() > behind_at) fell_behind = true;
         if (!g.compactor->has_backlog()) {
           drained = true;

@@ -177,7 +177,8 @@ std::string stats_line(const EventLog& log) {
   std::ostringstream o;
   o << "stats: " << log.calls.size() << " calls and " << log.ops.size() << " GPU operations kept for the report, "
     << log.carried.calls << " calls and " << log.carried.ops << " operations compacted away; " << st.rounds
-    << " rounds (" << capture::forced_flushes() << " with a forced flush), " << st.chunks << " chunks (largest " << st.largest_chunk << " calls, longest "
+    << " rounds (" << capture::forced_flushes() << " with a forced flush), " << st.chunks << " chunks (largest "
+    << st.largest_chunk << " calls, longest "
     << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, " << static_cast<double>(st.compact_ns) / 1e6 << " ms in all), backlog peak "
     << st.peak_backlog << " calls, " << st.shed_calls << " calls shed at the compact_backlog limit (" << st.lost_calls << " of them not ordinary: lost); " << st.late_ops << " activity records a round late (ended up to "
     << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); " << capture::stacks_walked()

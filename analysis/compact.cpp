@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -62,6 +63,64 @@ class StreamIndex {
   std::unordered_map<uint32_t, std::vector<size_t>> by_stream_;
 };
 
+// When a call's stream work had all ended, as the calls after it show: the work of a call enqueued behind it in
+// the same stream started only then (stream order), and a stream or device synchronize begun after it returned
+// only then (its synchronization record's end). For graph launches (compact(), below).
+class StreamDrains {
+ public:
+  StreamDrains(const EventLog& log, const CorrelationIndex& corr,
+               const std::vector<rules::CallDescription>& described) {
+    for (size_t j = 0; j < log.calls.size(); ++j) {  // in start order: each list is sorted by start
+      const ApiCall& c = log.calls[j];
+      const bool device_sync = c.call.api == ApiKind::DeviceSynchronize;
+      const bool sync = c.result == 0 && (device_sync || c.call.api == ApiKind::StreamSynchronize);
+      for (uint32_t oi : corr.ops_of(j)) {
+        const GpuOp& op = log.ops[oi];
+        if (op.kind != GpuOpKind::Sync) {
+          add(key(c, described[j].stream, op.context), c.start_ns, op.start_ns);
+        } else if (sync) {
+          add(device_sync ? Key{0, 0, op.context} : key(c, described[j].stream, op.context), c.start_ns, op.end_ns);
+        }
+      }
+    }
+    for (auto& [k, d] : drains_) {
+      for (size_t x = d.by.size(); x-- > 1;) d.by[x - 1] = std::min(d.by[x - 1], d.by[x]);
+    }
+  }
+
+  // Whether the work `c` (in a stream of `kind`, on `context`) enqueued had all ended before `t`.
+  bool before(const ApiCall& c, rules::StreamKind kind, uint32_t context, uint64_t t) const {
+    for (const Key& k : {key(c, kind, context), Key{0, 0, context}}) {
+      auto it = drains_.find(k);
+      if (it == drains_.end()) continue;
+      const Drains& d = it->second;
+      const auto after = std::upper_bound(d.starts.begin(), d.starts.end(), c.end_ns) - d.starts.begin();
+      if (static_cast<size_t>(after) < d.by.size() && d.by[static_cast<size_t>(after)] < t) return true;
+    }
+    return false;
+  }
+
+ private:
+  // (stream handle, thread, context): one key per legacy stream and per-thread default stream whatever handle named
+  // it; handle 0 is the whole context (a device synchronize).
+  using Key = std::tuple<uint64_t, uint32_t, uint32_t>;
+  static Key key(const ApiCall& c, rules::StreamKind kind, uint32_t context) {
+    if (kind == rules::StreamKind::LegacyDefault) return {kStreamLegacyHandle, 0, context};
+    if (kind == rules::StreamKind::PerThreadDefault) return {kStreamPerThreadHandle, c.thread, context};
+    return {c.stream, 0, context};
+  }
+  struct Drains {
+    std::vector<uint64_t> starts;  // of the calls, sorted
+    std::vector<uint64_t> by;      // from each call on, the earliest time one shows the stream drained
+  };
+  void add(const Key& k, uint64_t start, uint64_t by) {
+    Drains& d = drains_[k];
+    d.starts.push_back(start);
+    d.by.push_back(by);
+  }
+  std::map<Key, Drains> drains_;
+};
+
 bool same_finding(const Finding& a, const Finding& b, const std::vector<int64_t>& call_map,
                   const std::vector<int64_t>& op_map) {
   auto op = [&](int64_t oi) { return oi < 0 ? kNone : op_map[static_cast<size_t>(oi)]; };
@@ -88,14 +147,23 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
 
   // Judged calls: unsettled ones, and the first samples_per_site findings of each key.
   std::vector<char> judged(n, 0), keep_call(n, 0);
+  std::optional<StreamDrains> drains;  // only for graph launches: most logs have none
   for (size_t i = 0; i < n; ++i) {
     const ApiCall& c = log.calls[i];
     // Work it enqueued and whose record has not come (queued behind other work, however long): until it does,
     // its enqueue time and stream are needed to read that record, so the call stays. Empty copies enqueue nothing.
     const bool empty_copy = (c.call.api == ApiKind::Copy || c.call.api == ApiKind::Memset) && c.call.bytes == 0;
     // A captured command enqueued nothing: its work comes with the graph launch's records.
-    const bool waiting_for_work = enqueues_work(c.call.api) && c.result == 0 && !empty_copy && !a.described[i].captured &&
-                                  corr.ops_of(i).empty();
+    bool waiting_for_work = enqueues_work(c.call.api) && c.result == 0 && !empty_copy && !a.described[i].captured &&
+                            corr.ops_of(i).empty();
+    // A graph launch gets a record per node, each as its node ends (a forced flush in between, or an ordinary one,
+    // hands over some of them): the first to come says nothing of the rest. Until the calls after it show that its
+    // whole graph ended before the cut, a record of it may still come.
+    if (c.call.api == ApiKind::GraphLaunch && c.result == 0 && c.end_ns < cut && !corr.ops_of(i).empty()) {
+      if (!drains) drains.emplace(log, corr, a.described);
+      const GpuOp& first = log.ops[corr.ops_of(i).front()];
+      waiting_for_work = !drains->before(c, a.described[i].stream, first.context, cut);
+    }
     const bool settled = c.end_ns < cut && !waiting_for_work;
     if (!settled && !c.context_only) judged[i] = 1;
   }

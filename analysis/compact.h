@@ -6,7 +6,8 @@
 //
 // Which calls stay, for a horizon H (everything that ended before H has been captured, activity included):
 //  - judged: every call that ended after H - margin ("unsettled": the calls around it may still arrive), every
-//    call that enqueued GPU work whose record has not arrived, and the calls holding the first samples_per_site
+//    call that enqueued GPU work whose record has not arrived (a graph launch, a record per node: until the calls
+//    after it show that its graph ended before H - margin), and the calls holding the first samples_per_site
 //    findings of each (stack, API, rule, NVTX range) key (the first finding of a key is the example a report shows). Their findings and counts are computed again from the
 //    smaller log.
 //  - context_only: calls that create state later calls' descriptions read (stream creation and destruction, event

@@ -606,6 +606,86 @@ TEST(Compactor, WithAFlushPeriodLateRecordsChangeNothing) {
   EXPECT_GT(out.carried.calls, 90'000u);
 }
 
+// A graph launch gets one record per node, each as its node ends: the first to come says nothing of the rest. Here
+// a short node ends at once and a long one 300 ms later, and a stream synchronize long after the launch waits for
+// it. Settled on its first record, the launch was dropped before the second came; that record then had no call,
+// and the synchronize was said to wait for "work in other streams". The same whether the rest comes with an
+// ordinary flush or with the next forced one.
+TEST(Compactor, AGraphLaunchWaitsForAllItsRecords) {
+  Builder b;
+  for (uint64_t h : {uint64_t{0x7000}, uint64_t{0x8000}}) {
+    ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
+    s.handle = h;
+    s.flags = 1;  // non-blocking
+  }
+  b.launch(20 * kUs, 0x8000);  // the kernel name's first launch (kept for call sites): not the graph's
+  ApiCall& g = b.call(ApiKind::GraphLaunch, 1 * kMs, 1 * kMs + 5 * kUs, 0x7000);
+  const uint64_t graph = g.correlation_id;
+  b.op(GpuOpKind::Kernel, graph, 1 * kMs + 10 * kUs, 1 * kMs + 50 * kUs, 13);
+  b.op(GpuOpKind::Kernel, graph, 1 * kMs + 50 * kUs, 300 * kMs, 13);
+  for (uint64_t t = 2 * kMs; t < 250 * kMs; t += 100 * kUs) b.launch(t, 0x8000);  // other work meanwhile
+  ApiCall& sync = b.call(ApiKind::StreamSynchronize, 250 * kMs, 300 * kMs + 10 * kUs, 0x7000);
+  sync.handle = 0x7000;
+  sync.stack = 1;
+  const std::string expected = json_of(b.log);
+  ASSERT_NE(expected.find("earlier work in its stream"), std::string::npos) << expected;
+  EXPECT_EQ(json_of(run_compactor(b.log, rounds_of(b.log, 13), 2 * kMs, 64)), expected);
+  for (size_t forced_every : {size_t{2}, size_t{5}}) {
+    for (bool hold_all : {false, true}) {
+      CompactorStats st;
+      const EventLog out =
+          run_compactor_with_flush_period(b.log, rounds_of(b.log, 13), forced_every, hold_all, 2 * kMs, 64, &st);
+      EXPECT_EQ(json_of(out), expected) << "a forced flush every " << forced_every << " rounds"
+                                        << (hold_all ? ", no record before it" : ", half the records before it");
+      EXPECT_GT(out.carried.calls, 1000u);  // the other launches still went
+    }
+  }
+  // Graph launches one after another in a stream: each is known to have ended once the next one's work started,
+  // so they still go, a few rounds late.
+  Builder loop;
+  ApiCall& s = loop.call(ApiKind::StreamCreate, 0, 10 * kUs);
+  s.handle = 0x7000;
+  s.flags = 1;
+  for (uint64_t t = 100 * kUs; t < 500 * kMs; t += 200 * kUs) {
+    const uint64_t corr = loop.call(ApiKind::GraphLaunch, t, t + 5 * kUs, 0x7000).correlation_id;
+    loop.op(GpuOpKind::Kernel, corr, t + 10 * kUs, t + 50 * kUs, 13);
+    loop.op(GpuOpKind::Kernel, corr, t + 50 * kUs, t + 190 * kUs, 13);
+  }
+  CompactorStats st;
+  const EventLog out = run_compactor_with_flush_period(loop.log, rounds_of(loop.log, 50), 5, false, 2 * kMs, 512, &st);
+  EXPECT_EQ(json_of(out), json_of(loop.log));
+  EXPECT_LT(out.calls.size(), 200u);  // of 2,500
+}
+
+// A graph launch on the legacy default stream is judged by its first node's record (analyze.cpp,
+// judge_legacy_stream). Its nodes run in two branches: the first to start ends last. Judged on the record that came
+// first, the other branch's node (which started too long after the blocking stream's work to have waited for it),
+// it was counted as not observed, and not judged again when its first node's record came.
+TEST(Compactor, AGraphLaunchIsJudgedByItsFirstNodeEvenIfItEndsLast) {
+  Builder b;
+  for (uint64_t h : {uint64_t{0x9000}, uint64_t{0x8000}}) {
+    ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
+    s.handle = h;
+    s.flags = h == 0x8000 ? 1 : 0;  // 0x9000 blocking: the legacy stream waits for it
+  }
+  b.launch(20 * kUs, 0x8000);
+  b.launch(500 * kUs, 0x9000);  // a blocking stream's kernel, until 10 ms: the graph waits for it
+  b.log.ops.back().stream_id = 9;
+  b.log.ops.back().end_ns = 10 * kMs;
+  ApiCall& g = b.call(ApiKind::GraphLaunch, 1 * kMs, 1 * kMs + 5 * kUs, 0);
+  g.stack = 1;
+  const uint64_t graph = g.correlation_id;
+  b.op(GpuOpKind::Kernel, graph, 10 * kMs + 5 * kUs, 300 * kMs, 7);             // first to start, ends last
+  b.op(GpuOpKind::Kernel, graph, 10 * kMs + 50 * kUs, 10 * kMs + 100 * kUs, 8);  // the other branch: no delay
+  for (uint64_t t = 2 * kMs; t < 400 * kMs; t += 100 * kUs) b.launch(t, 0x8000);
+  const std::string expected = json_of(b.log);
+  ASSERT_NE(expected.find("legacy-stream-serialization"), std::string::npos) << expected;
+  EXPECT_EQ(json_of(run_compactor(b.log, rounds_of(b.log, 13), 2 * kMs, 64)), expected);
+  CompactorStats st;
+  const EventLog out = run_compactor_with_flush_period(b.log, rounds_of(b.log, 13), 2, false, 2 * kMs, 64, &st);
+  EXPECT_EQ(json_of(out), expected);
+}
+
 TEST(Compactor, ForcedFlushesEveryRoundUnlessAPeriodIsSet) {
   EXPECT_TRUE(force_flush(5'000, 4'000, 0, 0, 0));            // the default: every round
   EXPECT_TRUE(force_flush(5'000, 0, 1'000'000, 0, 0));        // the first round

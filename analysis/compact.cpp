@@ -262,12 +262,22 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     const ApiCall& c = log.calls[i];
     judged_starts.push_back(c.start_ns);
     for (size_t oi : corr.ops_of(i)) keep_with_previous(oi);
-    // attribute(): ops ending while it held the host or within the release window after; behind_op is the
-    // previous op of one of those, in its stream.
+    // attribute(): its own ops (above), else of the ops ending while it held the host or within the release window
+    // after, the one whose end is closest to its return: the last to end before it and the first after it (every
+    // op of each of those two ends, for ties). Not all of them: a synchronize that waited 100 ms behind a busy GPU
+    // would keep a thousand ops and their calls.
     const uint64_t hi = c.end_ns + ao.release_window_ns;
-    auto first = std::lower_bound(by_end.begin(), by_end.end(), c.start_ns,
-                                  [&](size_t oi, uint64_t t) { return log.ops[oi].end_ns < t; });
-    for (auto it = first; it != by_end.end() && log.ops[*it].end_ns <= hi; ++it) keep_with_previous(*it);
+    const auto by_end_lt = [&](size_t oi, uint64_t t) { return log.ops[oi].end_ns < t; };
+    const auto returned = std::upper_bound(by_end.begin(), by_end.end(), c.end_ns,
+                                           [&](uint64_t t, size_t oi) { return t < log.ops[oi].end_ns; });
+    if (returned != by_end.begin() && log.ops[*(returned - 1)].end_ns >= c.start_ns) {
+      const uint64_t e = log.ops[*(returned - 1)].end_ns;
+      for (auto it = std::lower_bound(by_end.begin(), returned, e, by_end_lt); it != returned; ++it) keep_with_previous(*it);
+    }
+    if (returned != by_end.end() && log.ops[*returned].end_ns <= hi) {
+      const uint64_t e = log.ops[*returned].end_ns;
+      for (auto it = returned; it != by_end.end() && log.ops[*it].end_ns == e; ++it) keep_with_previous(*it);
+    }
     // judge_legacy_stream(): around its first own work op.
     if (a.predicted[i].gpu != rules::GpuEffect::SerializesWithBlockingStreams) continue;
     int64_t li = kNone;
@@ -285,13 +295,30 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
                               [&](size_t oi, uint64_t t) { return log.ops[oi].start_ns < t; });
     for (; y != by_start.end() && log.ops[*y].start_ns <= legacy.end_ns + ao.gpu_gap_ns; ++y) keep_with_previous(*y);
   }
-  // blocking_streams_pending: ops in flight (enqueued, not finished) when a judged call started.
+  // blocking_streams_pending (mark_pending_blocking_work in analyze.cpp): at a judged call's start, per stream, the
+  // latest end of the work enqueued before it. All it reads of a stream is that maximum, so the op holding it is
+  // enough: every op in flight was ~1,000 a call when the GPU ran behind (launches blocking on a full queue), each
+  // keeping its call too. Per stream and kind of stream (the producer's description), so the maximum over the
+  // blocking kinds the analysis reads is kept whatever the others hold.
   std::sort(judged_starts.begin(), judged_starts.end());
+  std::vector<std::pair<uint64_t, size_t>> by_enqueue;  // (enqueue time: its producer's return, op)
   for (size_t oi = 0; oi < m; ++oi) {
-    if (corr.producer(oi) < 0 || keep_op[oi]) continue;
-    const uint64_t enqueued = log.calls[static_cast<size_t>(corr.producer(oi))].end_ns;
-    auto s = std::lower_bound(judged_starts.begin(), judged_starts.end(), enqueued);
-    if (s != judged_starts.end() && *s < log.ops[oi].end_ns) keep_op[oi] = 1;
+    const int64_t p = corr.producer(oi);
+    if (p >= 0 && log.ops[oi].kind != GpuOpKind::Sync) by_enqueue.push_back({log.calls[static_cast<size_t>(p)].end_ns, oi});
+  }
+  std::sort(by_enqueue.begin(), by_enqueue.end());
+  std::map<std::pair<uint32_t, rules::StreamKind>, size_t> latest;  // (stream, kind) -> the op that ends last so far
+  size_t next = 0;
+  for (uint64_t start : judged_starts) {
+    for (; next < by_enqueue.size() && by_enqueue[next].first <= start; ++next) {
+      const size_t oi = by_enqueue[next].second;
+      const auto p = static_cast<size_t>(corr.producer(oi));
+      auto [it, fresh] = latest.try_emplace({log.ops[oi].stream_id, a.described[p].stream}, oi);
+      if (!fresh && log.ops[oi].end_ns > log.ops[it->second].end_ns) it->second = oi;
+    }
+    for (const auto& [stream, oi] : latest) {
+      if (log.ops[oi].end_ns > start) keep_op[oi] = 1;
+    }
   }
   // Call sites skip kernel frames by the kernel names seen (report/symbolize.cpp): one op per name is enough.
   std::unordered_set<std::string> kernel_names;

@@ -16,9 +16,11 @@
 //    end, a stream joining a capture, an event recorded into or out of one), and the calls that enqueued a GPU
 //    operation that stays. A captured call never waits for work: capture enqueues nothing.
 // Which GPU operations stay: every one that ended after H - margin and the one before it in its stream; those of
-// judged calls and the one before each in its stream; every one a judged call's analysis reads (ending while the
-// call held the host or within the release window after it, in flight when it started, around its legacy-stream
-// work); the first operation of each kernel name (call sites skip kernel frames by name).
+// judged calls and the one before each in its stream; every one a judged call's analysis decides on: of the ops
+// ending while it held the host or within the release window after, the ones ending closest to its return; per
+// stream, the op in flight when it started that ends last; those around its legacy-stream work. Not every op its
+// analysis reads: behind a busy GPU that was a thousand a call. And the first operation of each kernel name (call
+// sites skip kernel frames by name).
 //
 // The result is checked before it replaces the log: the smaller log is analyzed and every judged call must get the
 // same description and the same findings (evidence included). If not, the log is left as it was (correct, only

@@ -172,10 +172,10 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &ru);
   const double program_s = static_cast<double>(copy * span) / 1e9;
   std::printf("RESULT calls=%llu ops=%llu program_s=%.2f compact_s=%.2f compact_per_program_s=%.3f rounds=%llu "
-              "chunks=%llu kept_calls=%zu kept_ops=%zu carried_sites=%zu rss_added_kb=%ld maxrss_kb=%ld\n",
+              "chunks=%llu refused_or_unchanged=%llu kept_calls=%zu kept_ops=%zu carried_sites=%zu rss_added_kb=%ld maxrss_kb=%ld\n",
               static_cast<unsigned long long>(generated), static_cast<unsigned long long>(ops_generated), program_s,
               compact_s, compact_s / program_s, static_cast<unsigned long long>(st.rounds),
-              static_cast<unsigned long long>(st.chunks), end.calls.size(), end.ops.size(),
+              static_cast<unsigned long long>(st.chunks), static_cast<unsigned long long>(st.refused_or_unchanged), end.calls.size(), end.ops.size(),
               end.carried.findings.size(), peak_kb - base_kb, ru.ru_maxrss);
   return 0;
 }

@@ -67,9 +67,10 @@ bool on_legacy_stream(const ApiCall& c);
 // Whether a compaction round flushes CUPTI by force (the flush_period option). A forced flush delivers the records
 // of all work finished so far, and only then may the backlog be compacted up to the flush's time; an ordinary one
 // delivers the buffers CUPTI filled, nothing that bounds what is still missing. But forced flushes make CUPTI's
-// device-buffer pool grow while several threads launch (cupti/activity.cpp). So: every round when `period_ns` is 0
-// (the default), the first round, once `period_ns` has passed since `last_forced_ns`, and whenever the backlog
-// (which holds everything after the last forced flush) held half of `max_backlog` when the round began.
+// device-buffer pool grow while several threads launch, and past its limit work comes untimed (cupti/activity.cpp).
+// So: every round when `period_ns` is 0, the first round, once `period_ns` (5 s by default) has passed since
+// `last_forced_ns`, and whenever the backlog (which holds everything after the last forced flush) held half of
+// `max_backlog` when the round began.
 bool force_flush(uint64_t now_ns, uint64_t last_forced_ns, uint64_t period_ns, size_t backlog, size_t max_backlog);
 
 class Compactor {

@@ -9,7 +9,8 @@
 // Rounds happen as in the capture: when CHUNK_CALLS calls are pending or 100 ms of the recording's time have
 // passed; a round adds the calls that ended and the GPU work that ended before it (what CUPTI's flush delivers),
 // then compacts chunk by chunk to that horizon. Prints one RESULT line; with COMPACTOR_REPLAY_KEPT=1 in the
-// environment also what the compacted log kept at the end, by API and role, and its first calls and operations.
+// environment also what the compacted log kept at the end, by API and role, and its first calls and operations;
+// with COMPACTOR_REPLAY_FLUSH_PERIOD_MS=N, rounds as with the capture's flush_period option (below).
 #include <malloc.h>
 #include <sys/resource.h>
 
@@ -107,16 +108,38 @@ int main(int argc, char** argv) {
   size_t since_round = 0;
   uint64_t last_round_t = log.calls[lo].start_ns;
   double compact_s = 0;
+  // COMPACTOR_REPLAY_FLUSH_PERIOD_MS=N: the capture's flush_period (force_flush, capture.cpp's round): a forced flush
+  // at most every N ms or when the backlog held half of compact_backlog (262,144); rounds in between deliver no
+  // record (an ordinary flush hands over only full buffers: this is the case where none filled), compact only up to
+  // the last forced flush, and leave the rest in the backlog unless it is past that half.
+  const char* period_env = std::getenv("COMPACTOR_REPLAY_FLUSH_PERIOD_MS");
+  const uint64_t period_ns = period_env ? std::strtoull(period_env, nullptr, 10) * 1'000'000 : 0;
+  constexpr size_t kMaxBacklog = 262'144;
+  const size_t behind_at = period_ns == 0 ? 2 * chunk : std::max(2 * chunk, kMaxBacklog / 2);
+  uint64_t last_forced = 0;
+  size_t forced_rounds = 0;
+  std::vector<GpuOp> held;  // ended, not yet delivered
   auto round = [&](uint64_t now) {
     std::vector<ApiCall> calls;
     std::swap(calls, pending_calls);
     std::vector<GpuOp> ops;
     auto ended = std::partition(pending_ops.begin(), pending_ops.end(), [&](const GpuOp& op) { return op.end_ns < now; });
-    ops.assign(pending_ops.begin(), ended);
+    held.insert(held.end(), pending_ops.begin(), ended);
     pending_ops.erase(pending_ops.begin(), ended);
+    const bool forced = force_flush(now, last_forced, period_ns, compactor.backlog_size(), kMaxBacklog) ||
+                        now == UINT64_MAX / 2;
+    if (forced) {
+      std::swap(ops, held);
+      last_forced = now;
+      ++forced_rounds;
+    }
     const auto t0 = std::chrono::steady_clock::now();
-    compactor.add(std::move(calls), std::move(ops), log.marks, now, now);
-    while (compactor.has_backlog()) compactor.compact_chunk(now);
+    compactor.add(std::move(calls), std::move(ops), log.marks, last_forced, now);
+    const uint64_t horizon = std::min(now, last_forced);
+    while (compactor.has_backlog()) {
+      if (period_ns != 0 && compactor.backlog_front_ns() >= horizon && compactor.backlog_size() <= behind_at) break;
+      compactor.compact_chunk(horizon);
+    }
     malloc_trim(0);
     compact_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     peak_kb = std::max(peak_kb, rss_kb());
@@ -172,10 +195,10 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &ru);
   const double program_s = static_cast<double>(copy * span) / 1e9;
   std::printf("RESULT calls=%llu ops=%llu program_s=%.2f compact_s=%.2f compact_per_program_s=%.3f rounds=%llu "
-              "chunks=%llu refused_or_unchanged=%llu kept_calls=%zu kept_ops=%zu carried_sites=%zu rss_added_kb=%ld maxrss_kb=%ld\n",
+              "chunks=%llu forced_rounds=%zu refused_or_unchanged=%llu kept_calls=%zu kept_ops=%zu carried_sites=%zu rss_added_kb=%ld maxrss_kb=%ld\n",
               static_cast<unsigned long long>(generated), static_cast<unsigned long long>(ops_generated), program_s,
               compact_s, compact_s / program_s, static_cast<unsigned long long>(st.rounds),
-              static_cast<unsigned long long>(st.chunks), static_cast<unsigned long long>(st.refused_or_unchanged), end.calls.size(), end.ops.size(),
+              static_cast<unsigned long long>(st.chunks), forced_rounds, static_cast<unsigned long long>(st.refused_or_unchanged), end.calls.size(), end.ops.size(),
               end.carried.findings.size(), peak_kb - base_kb, ru.ru_maxrss);
   return 0;
 }

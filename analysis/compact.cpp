@@ -76,6 +76,8 @@ class StreamDrains {
       const bool sync = c.result == 0 && (device_sync || c.call.api == ApiKind::StreamSynchronize);
       for (uint32_t oi : corr.ops_of(j)) {
         const GpuOp& op = log.ops[oi];
+        // Untimed records (start and end 0: cupti/activity.cpp) prove nothing: 0 would say the stream drained at once.
+        if (op.kind != GpuOpKind::Sync ? op.start_ns == 0 : op.end_ns == 0) continue;
         if (op.kind != GpuOpKind::Sync) {
           add(key(c, described[j].stream, op.context), c.start_ns, op.start_ns);
         } else if (sync) {
@@ -148,6 +150,8 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   // Judged calls: unsettled ones, and the first samples_per_site findings of each key.
   std::vector<char> judged(n, 0), keep_call(n, 0);
   std::optional<StreamDrains> drains;  // only for graph launches: most logs have none
+  std::vector<char> waiting(n, 0);
+  uint64_t oldest_waiting_end = UINT64_MAX;  // when the first call still waiting for a record of its work returned
   for (size_t i = 0; i < n; ++i) {
     const ApiCall& c = log.calls[i];
     // Work it enqueued and whose record has not come (queued behind other work, however long): until it does,
@@ -164,7 +168,23 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
       const GpuOp& first = log.ops[corr.ops_of(i).front()];
       waiting_for_work = !drains->before(c, a.described[i].stream, first.context, cut);
     }
-    const bool settled = c.end_ns < cut && !waiting_for_work;
+    waiting[i] = waiting_for_work;
+    if (waiting_for_work) oldest_waiting_end = std::min(oldest_waiting_end, c.end_ns);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const ApiCall& c = log.calls[i];
+    bool settled = c.end_ns < cut && !waiting[i];
+    // A legacy-stream command's delay out (judge_legacy_stream) reads the blocking-stream work that was enqueued
+    // before its own work ended and started when it ended: that work may still be running, its record not come.
+    // Settled once its work ended before the cut and no call that returned before that end waits for its work.
+    if (settled && a.predicted[i].gpu == rules::GpuEffect::SerializesWithBlockingStreams) {
+      for (uint32_t oi : corr.ops_of(i)) {
+        const GpuOp& own = log.ops[oi];
+        if (own.kind == GpuOpKind::Sync) continue;
+        settled = own.end_ns + ao.gpu_gap_ns < cut && oldest_waiting_end >= own.end_ns;
+        break;
+      }
+    }
     if (!settled && !c.context_only) judged[i] = 1;
   }
   // At least one: a key's first finding is the row's example, and carried counts join that row (aggregate.cpp).
@@ -255,6 +275,22 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   };
   for (size_t oi = 0; oi < m; ++oi) {
     if (log.ops[oi].end_ns >= cut) keep_with_previous(oi);
+  }
+  // Per stream, the op(s) ending last: the previous op in stream (held_back, behind_op) of work whose record has not
+  // come yet (a call waiting for its work, a graph launch's later nodes, blocking-stream work still running). Work
+  // of a watched call stays through blocking_streams_pending (below) when a judged call started while it ran; work
+  // of no watched call (unwatched APIs, shed calls) would not. One op per stream.
+  {
+    std::unordered_map<uint32_t, uint64_t> last_end;
+    for (const GpuOp& op : log.ops) {
+      if (op.kind == GpuOpKind::Sync || op.start_ns == 0) continue;  // untimed work is nobody's previous
+      uint64_t& e = last_end[op.stream_id];
+      e = std::max(e, op.end_ns);
+    }
+    for (size_t oi = 0; oi < m; ++oi) {
+      const GpuOp& op = log.ops[oi];
+      if (op.kind != GpuOpKind::Sync && op.start_ns != 0 && op.end_ns == last_end[op.stream_id]) keep_op[oi] = 1;
+    }
   }
   std::vector<uint64_t> judged_starts;
   for (size_t i = 0; i < n; ++i) {

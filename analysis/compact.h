@@ -7,20 +7,22 @@
 // Which calls stay, for a horizon H (everything that ended before H has been captured, activity included):
 //  - judged: every call that ended after H - margin ("unsettled": the calls around it may still arrive), every
 //    call that enqueued GPU work whose record has not arrived (a graph launch, a record per node: until the calls
-//    after it show that its graph ended before H - margin), and the calls holding the first samples_per_site
-//    findings of each (stack, API, rule, NVTX range) key (the first finding of a key is the example a report shows). Their findings and counts are computed again from the
-//    smaller log.
+//    after it show that its graph ended before H - margin), every legacy-stream command whose work ended after
+//    H - margin or after a call still waiting for its record returned (its delay out reads the blocking-stream work
+//    that started when its own ended), and the calls holding the first samples_per_site findings of each (stack,
+//    API, rule, NVTX range) key (the first finding of a key is the example a report shows). Their findings and
+//    counts are computed again from the smaller log.
 //  - context_only: calls that create state later calls' descriptions read (stream creation and destruction, event
 //    creation, stream-ordered allocations not yet paired with their stream-ordered free, frees of stream-ordered
 //    pointers, the first launch of each function, the calls that changed the capture state: capture begin and
 //    end, a stream joining a capture, an event recorded into or out of one), and the calls that enqueued a GPU
 //    operation that stays. A captured call never waits for work: capture enqueues nothing.
-// Which GPU operations stay: every one that ended after H - margin and the one before it in its stream; those of
-// judged calls and the one before each in its stream; every one a judged call's analysis decides on: of the ops
-// ending while it held the host or within the release window after, the ones ending closest to its return; per
-// stream, the op in flight when it started that ends last; those around its legacy-stream work. Not every op its
-// analysis reads: behind a busy GPU that was a thousand a call. And the first operation of each kernel name (call
-// sites skip kernel frames by name).
+// Which GPU operations stay: every one that ended after H - margin and the one before it in its stream; per stream
+// the last to end (the one before work whose record is still to come); those of judged calls and the one before
+// each in its stream; every one a judged call's analysis decides on: of the ops ending while it held the host or
+// within the release window after, the ones ending closest to its return; per stream, the op in flight when it
+// started that ends last; those around its legacy-stream work. Not every op its analysis reads: behind a busy GPU
+// that was a thousand a call. And the first operation of each kernel name (call sites skip kernel frames by name).
 //
 // The result is checked before it replaces the log: the smaller log is analyzed and every judged call must get the
 // same description and the same findings (evidence included). If not, the log is left as it was (correct, only

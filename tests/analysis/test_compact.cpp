@@ -795,6 +795,112 @@ TEST(Compactor, UntimedWorkDoesNotKeepItsCallForever) {
   EXPECT_LE(kept[2], kept[0] + 10);  // was 19,496
 }
 
+// Deliver untimed work as CUPTI would: the round after its call returned (as UntimedWorkDoesNotKeepItsCallForever).
+std::vector<Delivered> rounds_with_untimed(const EventLog& log, int n) {
+  std::unordered_map<uint64_t, uint64_t> call_end;
+  for (const ApiCall& c : log.calls) call_end[c.correlation_id] = c.end_ns;
+  std::vector<Delivered> rounds = rounds_of(log, n);
+  for (Delivered& d : rounds) {
+    std::erase_if(d.ops, [](const GpuOp& op) { return op.start_ns == 0 && op.kind != GpuOpKind::Sync; });
+  }
+  for (const GpuOp& op : log.ops) {
+    if (op.start_ns != 0 || op.kind == GpuOpKind::Sync) continue;
+    const uint64_t end = call_end.at(op.correlation_id);
+    auto r = std::find_if(rounds.begin(), rounds.end(), [&](const Delivered& d) { return d.time > end; });
+    (r == rounds.end() ? rounds.back() : *r).ops.push_back(op);
+  }
+  return rounds;
+}
+
+// StreamDrains takes a later call's work start as proof that the graph ended; an untimed record (start 0) "proves"
+// it ended at time 0: the launch is settled on its first node's record and dropped before the second comes.
+TEST(Compactor, UntimedWorkBehindAGraphIsNoProofThatItEnded) {
+  Builder b;
+  for (uint64_t h : {uint64_t{0x7000}, uint64_t{0x8000}}) {
+    ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
+    s.handle = h;
+    s.flags = 1;  // non-blocking
+  }
+  b.launch(20 * kUs, 0x8000);
+  ApiCall& g = b.call(ApiKind::GraphLaunch, 1 * kMs, 1 * kMs + 5 * kUs, 0x7000);
+  const uint64_t graph = g.correlation_id;
+  b.op(GpuOpKind::Kernel, graph, 1 * kMs + 10 * kUs, 1 * kMs + 50 * kUs, 13);
+  b.op(GpuOpKind::Kernel, graph, 1 * kMs + 50 * kUs, 300 * kMs, 13);
+  // Work enqueued behind the graph in its stream, which CUPTI could not time (it ran after 300 ms).
+  const uint64_t behind = b.launch(1500 * kUs, 0x7000);
+  b.log.ops.back().start_ns = b.log.ops.back().end_ns = 0;
+  (void)behind;
+  for (uint64_t t = 2 * kMs; t < 250 * kMs; t += 100 * kUs) b.launch(t, 0x8000);
+  ApiCall& sync = b.call(ApiKind::StreamSynchronize, 250 * kMs, 300 * kMs + 10 * kUs, 0x7000);
+  sync.handle = 0x7000;
+  sync.stack = 1;
+  const std::string expected = json_of(b.log);
+  ASSERT_NE(expected.find("earlier work in its stream"), std::string::npos) << expected;
+  EXPECT_EQ(json_of(run_compactor(b.log, rounds_with_untimed(b.log, 13), 2 * kMs, 64)), expected);
+}
+
+// A legacy-stream launch whose work waits ~9 ms behind a blocking stream stays judged (waiting for its record).
+// That work's previous op in its stream P (no producer: an unwatched call's work) ended long before the record
+// comes; held_back() reads it (delay in = start - max(enqueue, P's end)). Nothing else keeps P once the sample call
+// J, whose window holds P's end, keeps only its closest op: P must stay as its stream's last op.
+TEST(Compactor, ThePreviousOpOfWorkStillToComeStays) {
+  Builder b;
+  for (uint64_t h : {uint64_t{0x9000}, uint64_t{0x8000}}) {
+    ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
+    s.handle = h;
+    s.flags = h == 0x8000 ? 1 : 0;
+  }
+  b.launch(20 * kUs, 0x8000);  // the kernel name's first op
+  b.op(GpuOpKind::Memcpy, 999'999, 350 * kUs, 1300 * kUs, 7);  // P: legacy stream, no watched producer
+  ApiCall& zc = b.call(ApiKind::KernelLaunch, 1100 * kUs, 1103 * kUs, 0x9000);  // Z: blocking stream, after P
+  zc.function = 2;
+  b.op(GpuOpKind::Kernel, zc.correlation_id, 1300 * kUs, 10 * kMs, 9);
+  ApiCall& x = b.call(ApiKind::KernelLaunch, 1200 * kUs, 1203 * kUs, 0);  // X: legacy, behind Z
+  x.function = 3;
+  x.stack = 1;
+  const uint64_t xc = x.correlation_id;
+  b.op(GpuOpKind::Kernel, xc, 10 * kMs + 5 * kUs, 10 * kMs + 10 * kUs, 7);
+  ApiCall& j = b.call(ApiKind::KernelLaunch, 1250 * kUs, 1500 * kUs, 0x8000);  // J: held, a sample
+  j.function = 1;
+  j.stack = 2;
+  b.op(GpuOpKind::Kernel, j.correlation_id, 1505 * kUs, 1510 * kUs, 14);
+  b.launch(1400 * kUs, 0x8000);  // its op ends at 1.408 ms: J's closest before its return
+  b.log.ops.back().end_ns = 1450 * kUs;
+  for (uint64_t t = 2 * kMs; t < 20 * kMs; t += 100 * kUs) b.launch(t, 0x8000);
+  std::stable_sort(b.log.ops.begin(), b.log.ops.end(), [](const GpuOp& p, const GpuOp& q) { return p.start_ns < q.start_ns; });
+  const std::string expected = json_of(b.log);
+  ASSERT_NE(expected.find("legacy-stream-serialization"), std::string::npos) << expected;
+  EXPECT_EQ(json_of(run_compactor(b.log, rounds_of(b.log, 20), 200 * kUs, 64)), expected);
+}
+
+// A legacy-stream call was settled once it returned before the cut and its own record came, but
+// judge_legacy_stream's delay out reads blocking-stream work that started when its work ended and may still be
+// running (no record yet): here y, held back 3.9 ms by the legacy kernel, runs 300 ms. The finding was lost.
+TEST(Compactor, ALegacyCallWaitsForTheWorkItHeldBack) {
+  Builder b;
+  for (uint64_t h : {uint64_t{0x9000}, uint64_t{0x8000}}) {
+    ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
+    s.handle = h;
+    s.flags = h == 0x8000 ? 1 : 0;
+  }
+  b.launch(20 * kUs, 0x8000);
+  ApiCall& z = b.call(ApiKind::KernelLaunch, 500 * kUs, 503 * kUs, 0x9000);  // pending blocking work
+  z.function = 2;
+  b.op(GpuOpKind::Kernel, z.correlation_id, 505 * kUs, 1005 * kUs, 9);
+  ApiCall& x = b.call(ApiKind::KernelLaunch, 1 * kMs, 1 * kMs + 3 * kUs, 0);
+  x.function = 3;
+  x.stack = 1;
+  b.op(GpuOpKind::Kernel, x.correlation_id, 1010 * kUs, 5 * kMs, 7);
+  ApiCall& y = b.call(ApiKind::KernelLaunch, 1100 * kUs, 1103 * kUs, 0x9000);  // behind the legacy kernel
+  y.function = 2;
+  b.op(GpuOpKind::Kernel, y.correlation_id, 5 * kMs + 5 * kUs, 300 * kMs, 9);
+  for (uint64_t t = 2 * kMs; t < 320 * kMs; t += 100 * kUs) b.launch(t, 0x8000);
+  std::stable_sort(b.log.ops.begin(), b.log.ops.end(), [](const GpuOp& p, const GpuOp& q) { return p.start_ns < q.start_ns; });
+  const std::string expected = json_of(b.log);
+  ASSERT_NE(expected.find("legacy-stream-serialization"), std::string::npos) << expected;
+  EXPECT_EQ(json_of(run_compactor(b.log, rounds_of(b.log, 20), 2 * kMs, 64)), expected);
+}
+
 TEST(Compactor, CountsActivityRecordsThatCameARoundLate) {
   Builder b = ordinary_run(1000);
   std::vector<Delivered> rounds = rounds_of(b.log, 10);

@@ -219,8 +219,8 @@ class Analyzer {
   }
 
   uint32_t own_stream_id(size_t call) const {
-    const auto own = idx_.corr->ops_of(call);
-    return own.empty() ? UINT32_MAX : log_.ops[own.front()].stream_id;
+    const int64_t first = first_work_op(idx_.corr->ops_of(call), log_.ops);
+    return first < 0 ? UINT32_MAX : log_.ops[static_cast<size_t>(first)].stream_id;
   }
 
   void index_op_streams() {
@@ -364,12 +364,12 @@ class Analyzer {
   void judge_legacy_stream(size_t ci) {
     const rules::Prediction& p = out_.predicted[ci];
     if (p.gpu != rules::GpuEffect::SerializesWithBlockingStreams) return;
-    const auto own = idx_.corr->ops_of(ci);
-    if (own.empty()) {
+    const int64_t first = first_work_op(idx_.corr->ops_of(ci), log_.ops);
+    if (first < 0) {
       ++out_.not_observed[rules::RuleId::LegacyStreamSerialization];
       return;
     }
-    const size_t li = own.front();
+    const auto li = static_cast<size_t>(first);
     const GpuOp& legacy = log_.ops[li];
     Finding f;
     f.call = ci;

@@ -1,5 +1,6 @@
 #include "analysis/compact.h"
 
+#include "analysis/compactor.h"  // on_legacy_stream
 #include "analysis/correlation.h"
 
 #include <algorithm>
@@ -15,6 +16,10 @@ namespace {
 using rules::ApiKind;
 
 constexpr int64_t kNone = -1;
+// GPU work whose record has not come this long after its call returned is taken as lost for what it would hold back
+// (compact(): legacy-stream commands); queued work comes well before (a GPU shared by four processes ran ~20 ms
+// behind the host).
+constexpr uint64_t kRecordOverdueNs = 10'000'000'000;
 
 bool enqueues_work(ApiKind api) {
   return api == ApiKind::Copy || api == ApiKind::Memset || api == ApiKind::KernelLaunch || api == ApiKind::GraphLaunch;
@@ -151,7 +156,8 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   std::vector<char> judged(n, 0), keep_call(n, 0);
   std::optional<StreamDrains> drains;  // only for graph launches: most logs have none
   std::vector<char> waiting(n, 0);
-  uint64_t oldest_waiting_end = UINT64_MAX;  // when the first call still waiting for a record of its work returned
+  // When the first call in a blocking stream still waiting for a record of its work returned.
+  uint64_t oldest_waiting_end = UINT64_MAX;
   for (size_t i = 0; i < n; ++i) {
     const ApiCall& c = log.calls[i];
     // Work it enqueued and whose record has not come (queued behind other work, however long): until it does,
@@ -169,20 +175,28 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
       waiting_for_work = !drains->before(c, a.described[i].stream, first.context, cut);
     }
     waiting[i] = waiting_for_work;
-    if (waiting_for_work) oldest_waiting_end = std::min(oldest_waiting_end, c.end_ns);
+    // Only work in blocking streams is what a legacy-stream command serializes with (below). Not past
+    // kRecordOverdueNs: a record that never comes (lost) would keep every later legacy-stream command forever.
+    const rules::StreamKind k = a.described[i].stream;
+    const bool blocking = k == rules::StreamKind::Blocking || k == rules::StreamKind::PerThreadDefault ||
+                          k == rules::StreamKind::Unknown;
+    if (waiting_for_work && blocking && !on_legacy_stream(c) && c.end_ns + kRecordOverdueNs >= cut) {
+      oldest_waiting_end = std::min(oldest_waiting_end, c.end_ns);
+    }
   }
   for (size_t i = 0; i < n; ++i) {
     const ApiCall& c = log.calls[i];
     bool settled = c.end_ns < cut && !waiting[i];
     // A legacy-stream command's delay out (judge_legacy_stream) reads the blocking-stream work that was enqueued
     // before its own work ended and started when it ended: that work may still be running, its record not come.
-    // Settled once its work ended before the cut and no call that returned before that end waits for its work.
-    if (settled && a.predicted[i].gpu == rules::GpuEffect::SerializesWithBlockingStreams) {
-      for (uint32_t oi : corr.ops_of(i)) {
-        const GpuOp& own = log.ops[oi];
-        if (own.kind == GpuOpKind::Sync) continue;
+    // And whether it serializes at all (blocking_streams_pending, hence its prediction) reads the work enqueued
+    // before it started. Settled once its work ended before the cut and no call that returned before that end
+    // waits for its work.
+    if (settled && (on_legacy_stream(c) || a.predicted[i].gpu == rules::GpuEffect::SerializesWithBlockingStreams)) {
+      const int64_t first = first_work_op(corr.ops_of(i), log.ops);
+      if (first >= 0) {
+        const GpuOp& own = log.ops[static_cast<size_t>(first)];
         settled = own.end_ns + ao.gpu_gap_ns < cut && oldest_waiting_end >= own.end_ns;
-        break;
       }
     }
     if (!settled && !c.context_only) judged[i] = 1;
@@ -316,13 +330,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     }
     // judge_legacy_stream(): around its first own work op.
     if (a.predicted[i].gpu != rules::GpuEffect::SerializesWithBlockingStreams) continue;
-    int64_t li = kNone;
-    for (size_t oi : corr.ops_of(i)) {
-      if (log.ops[oi].kind != GpuOpKind::Sync) {
-        li = static_cast<int64_t>(oi);
-        break;
-      }
-    }
+    const int64_t li = first_work_op(corr.ops_of(i), log.ops);
     if (li < 0) continue;
     const GpuOp& legacy = log.ops[static_cast<size_t>(li)];
     const uint64_t lo = legacy.start_ns > ao.gpu_gap_ns ? legacy.start_ns - ao.gpu_gap_ns : 0;

@@ -8,10 +8,11 @@
 //  - judged: every call that ended after H - margin ("unsettled": the calls around it may still arrive), every
 //    call that enqueued GPU work whose record has not arrived (a graph launch, a record per node: until the calls
 //    after it show that its graph ended before H - margin), every legacy-stream command whose work ended after
-//    H - margin or after a call still waiting for its record returned (its delay out reads the blocking-stream work
-//    that started when its own ended), and the calls holding the first samples_per_site findings of each (stack,
-//    API, rule, NVTX range) key (the first finding of a key is the example a report shows). Their findings and
-//    counts are computed again from the smaller log.
+//    H - margin or after a call in a blocking stream still waiting for its record returned (whether it serializes
+//    reads the blocking-stream work in flight when it started, its delay out the one that started when its own
+//    ended; a record 10 s overdue counts as lost), and the calls holding the first samples_per_site findings of
+//    each (stack, API, rule, NVTX range) key (the first finding of a key is the example a report shows). Their
+//    findings and counts are computed again from the smaller log.
 //  - context_only: calls that create state later calls' descriptions read (stream creation and destruction, event
 //    creation, stream-ordered allocations not yet paired with their stream-ordered free, frees of stream-ordered
 //    pointers, the first launch of each function, the calls that changed the capture state: capture begin and

@@ -1,6 +1,7 @@
 #include "analysis/correlation.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace asynccheck {
 
@@ -31,6 +32,25 @@ int64_t CorrelationIndex::call_of(uint64_t correlation_id) const {
   auto it = std::lower_bound(by_id_.begin(), by_id_.end(), std::make_pair(correlation_id, uint32_t{0}));
   if (it == by_id_.end() || it->first != correlation_id) return kNone;
   return it->second;
+}
+
+int64_t first_work_op(std::span<const uint32_t> own, const std::vector<GpuOp>& ops) {
+  int64_t best = CorrelationIndex::kNone;
+  for (uint32_t oi : own) {
+    const GpuOp& op = ops[oi];
+    if (op.kind == GpuOpKind::Sync) continue;
+    if (best == CorrelationIndex::kNone) {
+      best = oi;
+      continue;
+    }
+    const GpuOp& b = ops[static_cast<size_t>(best)];
+    // Untimed work (start 0: cupti/activity.cpp) only when there is nothing else: it says nothing of when.
+    if (std::make_tuple(op.start_ns == 0, op.start_ns, ~op.end_ns, op.stream_id) <
+        std::make_tuple(b.start_ns == 0, b.start_ns, ~b.end_ns, b.stream_id)) {
+      best = oi;
+    }
+  }
+  return best;
 }
 
 }  // namespace asynccheck

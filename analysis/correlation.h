@@ -38,4 +38,10 @@ class CorrelationIndex {
   std::vector<uint32_t> op_list_;                      // op indices grouped by call
 };
 
+// A call's first work op, the one its stream and its legacy-stream judgement read (analyze.cpp): the earliest to
+// start, of those the one that ends last, then the lowest stream id; an untimed one only if all are. Not the first in the log: graph nodes that start
+// together come in the order CUPTI delivered their records, which compaction in rounds changes. kNone if it has no
+// work op (synchronization records are skipped).
+int64_t first_work_op(std::span<const uint32_t> own, const std::vector<GpuOp>& ops);
+
 }  // namespace asynccheck

@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <random>
+#include <regex>
 #include <sstream>
 #include <unordered_map>
 
@@ -798,14 +801,18 @@ TEST(Compactor, UntimedWorkDoesNotKeepItsCallForever) {
 // Deliver untimed work as CUPTI would: the round after its call returned (as UntimedWorkDoesNotKeepItsCallForever).
 std::vector<Delivered> rounds_with_untimed(const EventLog& log, int n) {
   std::unordered_map<uint64_t, uint64_t> call_end;
-  for (const ApiCall& c : log.calls) call_end[c.correlation_id] = c.end_ns;
+  for (const ApiCall& c : log.calls) {
+    call_end[c.correlation_id] = c.end_ns;
+    if (c.driver_correlation_id) call_end[c.driver_correlation_id] = c.end_ns;
+  }
   std::vector<Delivered> rounds = rounds_of(log, n);
   for (Delivered& d : rounds) {
     std::erase_if(d.ops, [](const GpuOp& op) { return op.start_ns == 0 && op.kind != GpuOpKind::Sync; });
   }
   for (const GpuOp& op : log.ops) {
     if (op.start_ns != 0 || op.kind == GpuOpKind::Sync) continue;
-    const uint64_t end = call_end.at(op.correlation_id);
+    const auto e = call_end.find(op.correlation_id);
+    const uint64_t end = e == call_end.end() ? 0 : e->second;
     auto r = std::find_if(rounds.begin(), rounds.end(), [&](const Delivered& d) { return d.time > end; });
     (r == rounds.end() ? rounds.back() : *r).ops.push_back(op);
   }
@@ -1141,6 +1148,244 @@ TEST(Compactor, WorkOfCallsTheCaptureShedDoesNotPileUp) {
         << "the work of a kept call was dropped";
   }
 }
+
+// Graph nodes that start together come in the order CUPTI delivered their records, which rounds of compaction
+// change: the legacy-stream judgement reads the same node whatever their order (the one that ends last).
+TEST(Analyze, AGraphLaunchIsJudgedByTheSameNodeWhateverTheRecordsOrder) {
+  Builder b;
+  ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
+  s.handle = 0x9000;  // blocking
+  b.launch(500 * kUs, 0x9000);  // blocking-stream work in flight when the graph is launched
+  b.log.ops.back().stream_id = 9;
+  b.log.ops.back().end_ns = 2 * kMs;
+  ApiCall& g = b.call(ApiKind::GraphLaunch, 1 * kMs, 1 * kMs + 5 * kUs, 0);
+  g.stack = 1;
+  const uint64_t graph = g.correlation_id;
+  b.launch(1 * kMs + 10 * kUs, 0x9000);  // enqueued behind the graph's legacy-stream work: held back by it
+  const uint64_t y = b.log.calls.back().correlation_id;
+  b.log.ops.pop_back();
+  b.op(GpuOpKind::Kernel, graph, 2 * kMs, 2 * kMs + 500 * kUs, 7);  // short node
+  b.op(GpuOpKind::Kernel, graph, 2 * kMs, 3 * kMs, 31);              // long node: the graph ends with it
+  b.op(GpuOpKind::Kernel, y, 3 * kMs + 1 * kUs, 3 * kMs + 10 * kUs, 9);
+  const std::string one = json_of(b.log);
+  std::swap(b.log.ops[1], b.log.ops[2]);
+  EXPECT_EQ(json_of(b.log), one);
+  EXPECT_NE(one.find("legacy-stream-serialization"), std::string::npos) << one;
+}
+
+// Random runs that behave like a GPU (streams in order, the legacy stream serializing with the blocking ones,
+// graphs of several nodes on several streams, synchronizes, held launches, work of calls we do not watch, driver
+// correlation ids, untimed records) compacted at many horizons and delivered in rounds: the report must not change.
+// Found the three defects the tests above pin (a review's fuzzer, 2026-11-24).
+// The report without medians: with samples_per_site below 64 they are the kept samples' medians (compact.h).
+std::string without_medians(const std::string& j) {
+  static const std::regex median("\"median_ns\": [0-9]+");
+  return std::regex_replace(j, median, "");
+}
+std::string first_diff(const std::string& a, const std::string& b) {
+  std::istringstream x(a), y(b);
+  std::string l1, l2;
+  while (true) {
+    const bool g1 = bool(std::getline(x, l1)), g2 = bool(std::getline(y, l2));
+    if (!g1 && !g2) return "";
+    if (l1 != l2) return "got:  " + l1 + "\nwant: " + l2;
+  }
+}
+struct Sim {
+  Builder b;
+  std::mt19937_64 rng;
+  uint64_t next_corr_unwatched = 1'000'000;
+  std::map<uint64_t, uint64_t> free_at;  // per stream id
+  std::map<uint32_t, bool> blocking;     // per stream id: blocking kind (legacy counted separately)
+  bool untimed = false;
+  explicit Sim(uint64_t seed, bool u) : rng(seed), untimed(u) {}
+  uint64_t rnd(uint64_t n) { return rng() % n; }
+  uint64_t pick(std::initializer_list<uint64_t> v) { return *(v.begin() + rnd(v.size())); }
+  // stream handle -> (stream id, kind)
+  std::pair<uint32_t, int> sid(uint64_t handle, uint32_t thread) {
+    switch (handle) {
+      case 0: return {7, 0};            // legacy
+      case 0x2: return {20 + thread, 1};  // per-thread: blocking
+      case 0x7000: return {13, 1};
+      case 0x9000: return {9, 1};
+      default: return {14, 2};          // 0x8000 non-blocking
+    }
+  }
+  uint64_t schedule(uint32_t stream, int kind, uint64_t enq, uint64_t dur) {
+    uint64_t ready = std::max(enq + pick({1, 2, 5}) * kUs, free_at[stream]);
+    if (kind == 0) {
+      for (auto& [s, f] : free_at) if (s != 7 && s != 14) ready = std::max(ready, f);
+    } else if (kind == 1) {
+      ready = std::max(ready, free_at[7]);
+    }
+    if (rnd(4) == 0) ready += pick({5, 10, 20, 50, 100}) * kUs;
+    free_at[stream] = ready + dur;
+    return ready;
+  }
+  void add_op(GpuOpKind k, uint64_t corr, uint64_t start, uint64_t end, uint32_t stream) {
+    b.op(k, corr, start, end, stream, k == GpuOpKind::Memcpy ? 3 : 0, k == GpuOpKind::Memcpy ? 1 : 0);
+    if (untimed && k != GpuOpKind::Sync && rnd(50) == 0) b.log.ops.back().start_ns = b.log.ops.back().end_ns = 0;
+  }
+  EventLog make(size_t n) {
+    const uint64_t handles[] = {0x7000, 0x8000, 0x9000};
+    for (uint64_t h : handles) {
+      ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
+      s.handle = h;
+      s.flags = h == 0x8000 ? 1 : 0;
+    }
+    uint64_t th_free[2] = {100 * kUs, 130 * kUs};
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t th = th_free[0] <= th_free[1] ? 0 : 1;
+      const uint64_t t = th_free[th];
+      const uint64_t handle = pick({0, 0x2, 0x7000, 0x8000, 0x9000, 0x7000, 0x8000});
+      auto [stream, kind] = sid(handle, th);
+      const uint64_t dur = pick({1, 2, 5, 5, 10, 20, 50, 100, 300, 1000}) * kUs;
+      const int what = static_cast<int>(rnd(100));
+      uint64_t end = t + 3 * kUs;
+      if (what < 55) {  // launch, sometimes held
+        const bool held = rnd(25) == 0;
+        end = t + (held ? pick({150, 200, 400, 600}) * kUs : 3 * kUs);
+        ApiCall& c = b.call(ApiKind::KernelLaunch, t, end, handle);
+        c.function = 1 + rnd(3);
+        c.name = 0;
+        c.thread = th;
+        if (held || handle == 0) c.stack = 1 + static_cast<uint32_t>(rnd(2));
+        uint64_t corr = c.correlation_id;
+        if (rnd(10) == 0) { c.driver_correlation_id = next_corr_unwatched++; corr = c.driver_correlation_id; }
+        const uint64_t s = schedule(stream, kind, end, dur);
+        add_op(GpuOpKind::Kernel, corr, s, s + dur, stream);
+      } else if (what < 62) {  // graph launch, 1-3 nodes
+        ApiCall& c = b.call(ApiKind::GraphLaunch, t, end, handle);
+        c.thread = th;
+        c.stack = 1 + static_cast<uint32_t>(rnd(2));
+        const uint64_t corr = c.correlation_id;
+        const uint64_t s = schedule(stream, kind, end, dur);
+        uint64_t last = s + dur;
+        add_op(GpuOpKind::Kernel, corr, s, s + dur, stream);
+        for (uint64_t k = rnd(3); k > 0; --k) {
+          const uint64_t d2 = pick({5, 50, 500, 3000}) * kUs;
+          const uint64_t s2 = s + pick({0, 1, 5}) * kUs;
+          add_op(GpuOpKind::Kernel, corr, s2, s2 + d2, static_cast<uint32_t>(rnd(2) ? stream : 30 + rnd(2)));
+          last = std::max(last, s2 + d2);
+        }
+        free_at[stream] = std::max(free_at[stream], last);
+      } else if (what < 70) {  // blocking copy on the legacy stream
+        const uint64_t s = schedule(7, 0, t, dur);
+        end = s + dur + pick({0, 1, 2, 5, 30, 60}) * kUs;
+        ApiCall& c = b.call(ApiKind::Copy, t, end);
+        c.thread = th;
+        c.call.direction = rules::CopyDirection::DeviceToHost;
+        c.call.src = MemoryKind::Device;
+        c.call.dst = MemoryKind::Pageable;
+        c.call.bytes = 1 << 20;
+        c.stack = 1 + static_cast<uint32_t>(rnd(2));
+        c.name = 1;
+        add_op(GpuOpKind::Memcpy, c.correlation_id, s, s + dur, 7);
+      } else if (what < 80) {  // stream synchronize
+        end = std::max(t + 2 * kUs, free_at[stream] + pick({0, 0, 1, 3, 10, 40, 60, 200}) * kUs);
+        if (rnd(5) == 0) end = t + pick({2, 50, 150}) * kUs;  // returns early / unrelated
+        ApiCall& c = b.call(ApiKind::StreamSynchronize, t, end, handle);
+        c.handle = handle;
+        c.thread = th;
+        c.stack = 1 + static_cast<uint32_t>(rnd(2));
+        if (rnd(2)) add_op(GpuOpKind::Sync, c.correlation_id, t, end - std::min<uint64_t>(end - t, kUs), stream);
+      } else if (what < 84) {  // device synchronize
+        uint64_t all = t;
+        for (auto& [s, f] : free_at) all = std::max(all, f);
+        end = std::max(t + 2 * kUs, all + pick({0, 1, 3, 10, 40}) * kUs);
+        ApiCall& c = b.call(ApiKind::DeviceSynchronize, t, end);
+        c.thread = th;
+        c.stack = 2;
+        if (rnd(2)) add_op(GpuOpKind::Sync, c.correlation_id, t, end - kUs, 0);
+      } else if (what < 92) {  // unwatched work
+        const uint64_t s = schedule(stream, kind, t, dur);
+        add_op(GpuOpKind::Kernel, next_corr_unwatched++, s, s + dur, stream);
+        th_free[th] = t + pick({1, 5, 20}) * kUs;
+        continue;
+      } else {  // async copy
+        ApiCall& c = b.call(ApiKind::Copy, t, end, handle);
+        c.thread = th;
+        c.call.direction = rules::CopyDirection::DeviceToDevice;
+        c.call.src = MemoryKind::Device;
+        c.call.dst = MemoryKind::Device;
+        c.call.bytes = 4096;
+        const uint64_t s = schedule(stream, kind, end, dur);
+        add_op(GpuOpKind::Memcpy, c.correlation_id, s, s + dur, stream);
+        b.log.ops.back().src_kind = 3;
+        b.log.ops.back().dst_kind = 3;
+      }
+      th_free[th] = end + pick({1, 1, 2, 5, 20, 100}) * kUs;
+    }
+    std::stable_sort(b.log.calls.begin(), b.log.calls.end(),
+                     [](const ApiCall& x, const ApiCall& y) { return x.start_ns < y.start_ns; });
+    std::stable_sort(b.log.ops.begin(), b.log.ops.end(),
+                     [](const GpuOp& x, const GpuOp& y) { return x.start_ns < y.start_ns; });
+    return b.log;
+  }
+};
+
+TEST(CompactorFuzz, OneCompactionAtManyHorizons) {
+  size_t tried = 0, shrunk = 0, escaped = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    Sim sim(seed, false);
+    const EventLog log = sim.make(1500);
+    const std::string expected = json_of(log);
+    const auto [lo, hi] = span_of(log);
+    for (uint64_t margin : {uint64_t{200 * kUs}, uint64_t{2 * kMs}}) {
+      for (int k = 1; k <= 9; ++k) {
+        EventLog once = log;
+        CompactOptions o = compact_options(log, margin);
+        o.samples_per_site = 1 + seed % 3;
+        ++tried;
+        if (compact(once, lo + (hi - lo) / 10 * static_cast<uint64_t>(k) + margin, o)) {
+          ++shrunk;
+          if (without_medians(json_of(once)) != without_medians(expected)) {
+            ++escaped;
+            ADD_FAILURE() << "seed " << seed << " margin " << margin << " k " << k << "\n" << first_diff(without_medians(json_of(once)), without_medians(expected));
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(shrunk, tried / 2);
+}
+
+// Random runs delivered in rounds of 7 and 20, chunks of 50 and 1000 calls: the report is the same but for medians
+// (more than samples_per_site findings of a key). `untimed`: 1 record in 50 without timestamps, delivered the round
+// after its call returned, as CUPTI does when its device buffers run out.
+void random_runs_in_rounds(bool untimed, uint64_t seeds) {
+  size_t runs = 0, bad = 0;
+  uint64_t refused = 0, chunks = 0;
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
+    Sim sim(seed * 7919, untimed);
+    const EventLog log = sim.make(3000);
+    const std::string expected = without_medians(json_of(log));
+    for (int rounds : {7, 20}) {
+      for (size_t chunk : {size_t{50}, size_t{1000}}) {
+        CompactorStats st;
+        const EventLog out = run_compactor(log, untimed ? rounds_with_untimed(log, rounds) : rounds_of(log, rounds),
+                                           (seed % 2 ? 200 : 1000) * kUs, chunk, &st);
+        ++runs;
+        refused += st.refused_or_unchanged;
+        chunks += st.chunks;
+        const std::string got = without_medians(json_of(out));
+        if (got != expected) {
+          ++bad;
+          ADD_FAILURE() << (untimed ? "untimed " : "") << "seed " << seed << " rounds " << rounds << " chunk " << chunk
+                        << "\n" << first_diff(got, expected);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0u) << runs << " runs";
+  EXPECT_LT(refused, chunks / 4);  // the check refuses few chunks: what is kept is what the analysis reads
+}
+
+TEST(CompactorFuzz, RandomRunsDeliveredInRounds) { random_runs_in_rounds(false, 25); }
+
+// Not yet: with untimed records 2 runs of 160 (seeds 15 and 25, 20 rounds, chunks of 50) still differ by one
+// legacy-stream judgement (a finding's delay; a not_observed count). Run with --gtest_also_run_disabled_tests.
+TEST(CompactorFuzz, DISABLED_RandomRunsWithUntimedWorkDeliveredInRounds) { random_runs_in_rounds(true, 40); }
 
 }  // namespace
 }  // namespace asynccheck

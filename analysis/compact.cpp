@@ -196,7 +196,15 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
       const int64_t first = first_work_op(corr.ops_of(i), log.ops);
       if (first >= 0) {
         const GpuOp& own = log.ops[static_cast<size_t>(first)];
-        settled = own.end_ns + ao.gpu_gap_ns < cut && oldest_waiting_end >= own.end_ns;
+        if (own.start_ns != 0) {
+          settled = own.end_ns + ao.gpu_gap_ns < cut && oldest_waiting_end >= own.end_ns;
+        } else {
+          // Untimed (start and end 0): its end is no time. No delay in or out is measured from it, but whether it
+          // serializes still reads the blocking-stream work enqueued before it started, and a graph launch's later
+          // node records, timed, would become its first work op (until overdue, as above: taken as lost).
+          settled = oldest_waiting_end > c.start_ns &&
+                    (c.call.api != ApiKind::GraphLaunch || c.end_ns + kRecordOverdueNs < cut);
+        }
       }
     }
     if (!settled && !c.context_only) judged[i] = 1;

@@ -134,6 +134,14 @@ struct Builder {
     o.name = kind == GpuOpKind::Kernel ? "_Z6kernelv" : "";
     log.ops.push_back(o);
   }
+  // Stream 0x9000 blocking (the legacy stream waits for it), 0x8000 non-blocking.
+  void streams_9000_blocking_8000_not() {
+    for (uint64_t h : {uint64_t{0x9000}, uint64_t{0x8000}}) {
+      ApiCall& s = call(ApiKind::StreamCreate, 0, 10 * kUs);
+      s.handle = h;
+      s.flags = h == 0x8000 ? 1 : 0;
+    }
+  }
   // An ordinary launch on a non-blocking stream, its kernel running right away.
   uint64_t launch(uint64_t t, uint64_t stream = 0x7000, uint64_t function = 1) {
     ApiCall& c = call(ApiKind::KernelLaunch, t, t + 3 * kUs, stream);
@@ -666,11 +674,7 @@ TEST(Compactor, AGraphLaunchWaitsForAllItsRecords) {
 // it was counted as not observed, and not judged again when its first node's record came.
 TEST(Compactor, AGraphLaunchIsJudgedByItsFirstNodeEvenIfItEndsLast) {
   Builder b;
-  for (uint64_t h : {uint64_t{0x9000}, uint64_t{0x8000}}) {
-    ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
-    s.handle = h;
-    s.flags = h == 0x8000 ? 1 : 0;  // 0x9000 blocking: the legacy stream waits for it
-  }
+  b.streams_9000_blocking_8000_not();  // the legacy stream waits for 0x9000
   b.launch(20 * kUs, 0x8000);
   b.launch(500 * kUs, 0x9000);  // a blocking stream's kernel, until 10 ms: the graph waits for it
   b.log.ops.back().stream_id = 9;
@@ -852,11 +856,7 @@ TEST(Compactor, UntimedWorkBehindAGraphIsNoProofThatItEnded) {
 // J, whose window holds P's end, keeps only its closest op: P must stay as its stream's last op.
 TEST(Compactor, ThePreviousOpOfWorkStillToComeStays) {
   Builder b;
-  for (uint64_t h : {uint64_t{0x9000}, uint64_t{0x8000}}) {
-    ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
-    s.handle = h;
-    s.flags = h == 0x8000 ? 1 : 0;
-  }
+  b.streams_9000_blocking_8000_not();
   b.launch(20 * kUs, 0x8000);  // the kernel name's first op
   b.op(GpuOpKind::Memcpy, 999'999, 350 * kUs, 1300 * kUs, 7);  // P: legacy stream, no watched producer
   ApiCall& zc = b.call(ApiKind::KernelLaunch, 1100 * kUs, 1103 * kUs, 0x9000);  // Z: blocking stream, after P
@@ -885,11 +885,7 @@ TEST(Compactor, ThePreviousOpOfWorkStillToComeStays) {
 // running (no record yet): here y, held back 3.9 ms by the legacy kernel, runs 300 ms. The finding was lost.
 TEST(Compactor, ALegacyCallWaitsForTheWorkItHeldBack) {
   Builder b;
-  for (uint64_t h : {uint64_t{0x9000}, uint64_t{0x8000}}) {
-    ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
-    s.handle = h;
-    s.flags = h == 0x8000 ? 1 : 0;
-  }
+  b.streams_9000_blocking_8000_not();
   b.launch(20 * kUs, 0x8000);
   ApiCall& z = b.call(ApiKind::KernelLaunch, 500 * kUs, 503 * kUs, 0x9000);  // pending blocking work
   z.function = 2;

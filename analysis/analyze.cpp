@@ -40,11 +40,6 @@ bool takes_stream(ApiKind api) {
   }
 }
 
-bool blocking_kind(StreamKind k) {
-  // Streams that the legacy default stream waits for and that wait for it. Unknown handles were created before we
-  // attached or by a path we do not watch: cudaStreamCreate's default is blocking.
-  return k == StreamKind::Blocking || k == StreamKind::PerThreadDefault || k == StreamKind::Unknown;
-}
 
 bool is_own(const GpuOp& op, const ApiCall& c) {
   return op.correlation_id == c.correlation_id ||
@@ -422,6 +417,12 @@ class Analyzer {
 };
 
 }  // namespace
+
+bool blocking_kind(StreamKind k) {
+  // Unknown handles were created before we attached or by a path we do not watch: cudaStreamCreate's default is
+  // blocking.
+  return k == StreamKind::Blocking || k == StreamKind::PerThreadDefault || k == StreamKind::Unknown;
+}
 
 Analysis analyze(const EventLog& log, const AnalysisOptions& options) { return Analyzer(log, options).run(); }
 

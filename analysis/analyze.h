@@ -80,6 +80,9 @@ struct Analysis {
 // not judged (no findings, no counts of their own). Captured calls are counted in captured_calls and not judged.
 Analysis analyze(const EventLog& log, const AnalysisOptions& options);
 
+// Streams that the legacy default stream waits for and that wait for it (judge_legacy_stream; compaction).
+bool blocking_kind(rules::StreamKind k);
+
 std::string_view released_by_text(ReleasedBy r);
 std::string_view verdict_text(Verdict v);
 

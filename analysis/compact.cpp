@@ -177,10 +177,8 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     waiting[i] = waiting_for_work;
     // Only work in blocking streams is what a legacy-stream command serializes with (below). Not past
     // kRecordOverdueNs: a record that never comes (lost) would keep every later legacy-stream command forever.
-    const rules::StreamKind k = a.described[i].stream;
-    const bool blocking = k == rules::StreamKind::Blocking || k == rules::StreamKind::PerThreadDefault ||
-                          k == rules::StreamKind::Unknown;
-    if (waiting_for_work && blocking && !on_legacy_stream(c) && c.end_ns + kRecordOverdueNs >= cut) {
+    if (waiting_for_work && blocking_kind(a.described[i].stream) && !on_legacy_stream(c) &&
+        c.end_ns + kRecordOverdueNs >= cut) {
       oldest_waiting_end = std::min(oldest_waiting_end, c.end_ns);
     }
   }
@@ -190,8 +188,8 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     // A legacy-stream command's delay out (judge_legacy_stream) reads the blocking-stream work that was enqueued
     // before its own work ended and started when it ended: that work may still be running, its record not come.
     // And whether it serializes at all (blocking_streams_pending, hence its prediction) reads the work enqueued
-    // before it started. Settled once its work ended before the cut and no call that returned before that end
-    // waits for its work.
+    // before it started. Settled once its work ended before the cut and no call in a blocking stream that returned
+    // before that end waits for a record of its work.
     if (settled && (on_legacy_stream(c) || a.predicted[i].gpu == rules::GpuEffect::SerializesWithBlockingStreams)) {
       const int64_t first = first_work_op(corr.ops_of(i), log.ops);
       if (first >= 0) {

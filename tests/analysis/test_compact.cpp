@@ -1169,6 +1169,28 @@ TEST(Analyze, AGraphLaunchIsJudgedByTheSameNodeWhateverTheRecordsOrder) {
   EXPECT_NE(one.find("legacy-stream-serialization"), std::string::npos) << one;
 }
 
+// A blocking-stream call whose record never comes (here a graph without nodes) would hold every later legacy-stream
+// command judged for good, since one of them might serialize with its work. Past kRecordOverdueNs (10 s) it counts
+// as lost: a 12-s loop of legacy-stream launches keeps what it would keep without it.
+TEST(Compactor, AWorkRecordThatNeverComesHoldsLegacyStreamCommandsTenSecondsAtMost) {
+  Builder b;
+  b.streams_9000_blocking_8000_not();
+  b.call(ApiKind::GraphLaunch, 50 * kUs, 60 * kUs, 0x9000);  // no node, no record
+  for (uint64_t t = 100 * kUs; t < 12'000 * kMs; t += 1 * kMs) {
+    ApiCall& c = b.call(ApiKind::KernelLaunch, t, t + 3 * kUs, 0);
+    c.function = 1;
+    c.name = 0;
+    b.op(GpuOpKind::Kernel, c.correlation_id, t + 5 * kUs, t + 10 * kUs, 7);
+  }
+  CompactorStats st;
+  const EventLog out = run_compactor(b.log, rounds_of(b.log, 60), 2 * kMs, 1024, &st);
+  EXPECT_EQ(json_of(out), json_of(b.log));
+  // The launches of the last 10 s stay (~10,000 of 12,000); none of the first 2 s.
+  size_t early = 0;
+  for (const ApiCall& c : out.calls) early += c.call.api == ApiKind::KernelLaunch && c.start_ns < 1'500 * kMs;
+  EXPECT_LE(early, 1u) << out.calls.size() << " calls kept";  // the first launch of the function stays
+}
+
 // Random runs that behave like a GPU (streams in order, the legacy stream serializing with the blocking ones,
 // graphs of several nodes on several streams, synchronizes, held launches, work of calls we do not watch, driver
 // correlation ids, untimed records) compacted at many horizons and delivered in rounds: the report must not change.

@@ -63,6 +63,18 @@ class StreamIndex {
     return kNone;
   }
 
+  // Per stream, the ops that ended last (all of them, for ties); untimed work (start 0) is nobody's previous.
+  std::vector<size_t> last_to_end() const {
+    std::vector<size_t> out;
+    for (const auto& [stream, list] : by_stream_) {
+      const uint64_t last = ops_[list.back()].end_ns;
+      for (auto it = list.rbegin(); it != list.rend() && ops_[*it].end_ns == last; ++it) {
+        if (ops_[*it].start_ns != 0) out.push_back(*it);
+      }
+    }
+    return out;
+  }
+
  private:
   const std::vector<GpuOp>& ops_;
   std::unordered_map<uint32_t, std::vector<size_t>> by_stream_;
@@ -300,18 +312,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   // come yet (a call waiting for its work, a graph launch's later nodes, blocking-stream work still running). Work
   // of a watched call stays through blocking_streams_pending (below) when a judged call started while it ran; work
   // of no watched call (unwatched APIs, shed calls) would not. One op per stream.
-  {
-    std::unordered_map<uint32_t, uint64_t> last_end;
-    for (const GpuOp& op : log.ops) {
-      if (op.kind == GpuOpKind::Sync || op.start_ns == 0) continue;  // untimed work is nobody's previous
-      uint64_t& e = last_end[op.stream_id];
-      e = std::max(e, op.end_ns);
-    }
-    for (size_t oi = 0; oi < m; ++oi) {
-      const GpuOp& op = log.ops[oi];
-      if (op.kind != GpuOpKind::Sync && op.start_ns != 0 && op.end_ns == last_end[op.stream_id]) keep_op[oi] = 1;
-    }
-  }
+  for (size_t oi : streams.last_to_end()) keep_op[oi] = 1;
   std::vector<uint64_t> judged_starts;
   for (size_t i = 0; i < n; ++i) {
     if (!judged[i]) continue;

@@ -142,6 +142,10 @@ struct Builder {
       s.flags = h == 0x8000 ? 1 : 0;
     }
   }
+  // Records in start order, as a recording has them (ops added out of order above).
+  void sort_ops_by_start() {
+    std::stable_sort(log.ops.begin(), log.ops.end(), [](const GpuOp& p, const GpuOp& q) { return p.start_ns < q.start_ns; });
+  }
   // An ordinary launch on a non-blocking stream, its kernel running right away.
   uint64_t launch(uint64_t t, uint64_t stream = 0x7000, uint64_t function = 1) {
     ApiCall& c = call(ApiKind::KernelLaunch, t, t + 3 * kUs, stream);
@@ -838,9 +842,8 @@ TEST(Compactor, UntimedWorkBehindAGraphIsNoProofThatItEnded) {
   b.op(GpuOpKind::Kernel, graph, 1 * kMs + 10 * kUs, 1 * kMs + 50 * kUs, 13);
   b.op(GpuOpKind::Kernel, graph, 1 * kMs + 50 * kUs, 300 * kMs, 13);
   // Work enqueued behind the graph in its stream, which CUPTI could not time (it ran after 300 ms).
-  const uint64_t behind = b.launch(1500 * kUs, 0x7000);
+  b.launch(1500 * kUs, 0x7000);
   b.log.ops.back().start_ns = b.log.ops.back().end_ns = 0;
-  (void)behind;
   for (uint64_t t = 2 * kMs; t < 250 * kMs; t += 100 * kUs) b.launch(t, 0x8000);
   ApiCall& sync = b.call(ApiKind::StreamSynchronize, 250 * kMs, 300 * kMs + 10 * kUs, 0x7000);
   sync.handle = 0x7000;
@@ -874,7 +877,7 @@ TEST(Compactor, ThePreviousOpOfWorkStillToComeStays) {
   b.launch(1400 * kUs, 0x8000);  // its op ends at 1.408 ms: J's closest before its return
   b.log.ops.back().end_ns = 1450 * kUs;
   for (uint64_t t = 2 * kMs; t < 20 * kMs; t += 100 * kUs) b.launch(t, 0x8000);
-  std::stable_sort(b.log.ops.begin(), b.log.ops.end(), [](const GpuOp& p, const GpuOp& q) { return p.start_ns < q.start_ns; });
+  b.sort_ops_by_start();
   const std::string expected = json_of(b.log);
   ASSERT_NE(expected.find("legacy-stream-serialization"), std::string::npos) << expected;
   EXPECT_EQ(json_of(run_compactor(b.log, rounds_of(b.log, 20), 200 * kUs, 64)), expected);
@@ -898,7 +901,7 @@ TEST(Compactor, ALegacyCallWaitsForTheWorkItHeldBack) {
   y.function = 2;
   b.op(GpuOpKind::Kernel, y.correlation_id, 5 * kMs + 5 * kUs, 300 * kMs, 9);
   for (uint64_t t = 2 * kMs; t < 320 * kMs; t += 100 * kUs) b.launch(t, 0x8000);
-  std::stable_sort(b.log.ops.begin(), b.log.ops.end(), [](const GpuOp& p, const GpuOp& q) { return p.start_ns < q.start_ns; });
+  b.sort_ops_by_start();
   const std::string expected = json_of(b.log);
   ASSERT_NE(expected.find("legacy-stream-serialization"), std::string::npos) << expected;
   EXPECT_EQ(json_of(run_compactor(b.log, rounds_of(b.log, 20), 2 * kMs, 64)), expected);
@@ -1337,8 +1340,7 @@ struct Sim {
     }
     std::stable_sort(b.log.calls.begin(), b.log.calls.end(),
                      [](const ApiCall& x, const ApiCall& y) { return x.start_ns < y.start_ns; });
-    std::stable_sort(b.log.ops.begin(), b.log.ops.end(),
-                     [](const GpuOp& x, const GpuOp& y) { return x.start_ns < y.start_ns; });
+    b.sort_ops_by_start();
     return b.log;
   }
 };

@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   const char* period_env = std::getenv("COMPACTOR_REPLAY_FLUSH_PERIOD_MS");
   const uint64_t period_ns = period_env ? std::strtoull(period_env, nullptr, 10) * 1'000'000 : 0;
   constexpr size_t kMaxBacklog = 262'144;
-  const size_t behind_at = period_ns == 0 ? 2 * chunk : std::max(2 * chunk, kMaxBacklog / 2);
+  const size_t behind = behind_at(period_ns, chunk, kMaxBacklog);
   uint64_t last_forced = 0;
   size_t forced_rounds = 0;
   std::vector<GpuOp> held;  // ended, not yet delivered
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
     compactor.add(std::move(calls), std::move(ops), log.marks, last_forced, now);
     const uint64_t horizon = std::min(now, last_forced);
     while (compactor.has_backlog()) {
-      if (period_ns != 0 && compactor.backlog_front_ns() >= horizon && compactor.backlog_size() <= behind_at) break;
+      if (period_ns != 0 && compactor.backlog_front_ns() >= horizon && compactor.backlog_size() <= behind) break;
       compactor.compact_chunk(horizon);
     }
     malloc_trim(0);

@@ -374,8 +374,7 @@ void compaction_loop() {
   bool fell_behind = false;  // the backlog grew past two rounds since the last malloc_trim
   // With flush_period the backlog holds what came since the last forced flush: behind only past the size that
   // forces one.
-  const size_t behind_at =
-      g.flush_period_ns == 0 ? 2 * g.round_calls : std::max(2 * g.round_calls, g.max_backlog / 2);
+  const size_t behind_at = asynccheck::behind_at(g.flush_period_ns, g.round_calls, g.max_backlog);
   std::unique_lock lock(g.stop_mu);
   while (!g.stop) {
     if (!behind && g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop; })) break;

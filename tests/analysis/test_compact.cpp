@@ -704,6 +704,9 @@ TEST(Compactor, ForcedFlushesEveryRoundUnlessAPeriodIsSet) {
   EXPECT_TRUE(force_flush(1'004'000, 4'000, 1'000'000, 10, 0));
   EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 499, 1000));  // the backlog below half its limit
   EXPECT_TRUE(force_flush(5'000, 4'000, 1'000'000, 500, 1000));   // at half: flush before it sheds
+  EXPECT_EQ(behind_at(0, 16'384, 262'144), 32'768u);               // two rounds
+  EXPECT_EQ(behind_at(5'000'000'000, 16'384, 262'144), 131'072u);  // what forces a flush
+  EXPECT_EQ(behind_at(5'000'000'000, 16'384, 0), 32'768u);         // no backlog limit: two rounds still
 }
 
 // A GPU far behind the host, as when several processes share it: ~1,000 launches queued at any time, the host held

@@ -16,15 +16,6 @@ namespace {
 using rules::ApiKind;
 
 constexpr int64_t kNone = -1;
-// GPU work whose record has not come this long after its call returned is taken as lost for what it would hold back
-// (compact(): legacy-stream commands); queued work comes well before (a GPU shared by four processes ran ~20 ms
-// behind the host).
-constexpr uint64_t kRecordOverdueNs = 10'000'000'000;
-
-bool enqueues_work(ApiKind api) {
-  return api == ApiKind::Copy || api == ApiKind::Memset || api == ApiKind::KernelLaunch || api == ApiKind::GraphLaunch;
-}
-
 // (stack, api name, rule, NVTX range): the range is in the key so that the report's counts per range stay exact
 // when findings are folded away (each range's first finding stays, like each site's).
 using SiteKey = std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t>;
@@ -173,11 +164,9 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   for (size_t i = 0; i < n; ++i) {
     const ApiCall& c = log.calls[i];
     // Work it enqueued and whose record has not come (queued behind other work, however long): until it does,
-    // its enqueue time and stream are needed to read that record, so the call stays. Empty copies enqueue nothing.
-    const bool empty_copy = (c.call.api == ApiKind::Copy || c.call.api == ApiKind::Memset) && c.call.bytes == 0;
-    // A captured command enqueued nothing: its work comes with the graph launch's records.
-    bool waiting_for_work = enqueues_work(c.call.api) && c.result == 0 && !empty_copy && !a.described[i].captured &&
-                            corr.ops_of(i).empty();
+    // its enqueue time and stream are needed to read that record, so the call stays. A captured command enqueued
+    // nothing: its work comes with the graph launch's records.
+    bool waiting_for_work = expects_work_record(c) && !a.described[i].captured && corr.ops_of(i).empty();
     // A graph launch gets a record per node, each as its node ends (a forced flush in between, or an ordinary one,
     // hands over some of them): the first to come says nothing of the rest. Until the calls after it show that its
     // whole graph ended before the cut, a record of it may still come.

@@ -67,6 +67,24 @@ struct GpuOp {
   std::string name;        // kernel name (mangled), empty for others
 };
 
+// The order of a log's calls: by start, then by correlation id (CUPTI numbers calls as they are made). Calls of two
+// threads may start in the same nanosecond; which comes first decides, e.g., which launch of a function is its
+// first. Gathered per thread or in rounds of compaction, the log must read the same.
+inline bool before_in_log(const ApiCall& a, const ApiCall& b) {
+  return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.correlation_id < b.correlation_id;
+}
+
+// The order of a log's GPU operations: by start, then end, stream, correlation id and kind. Work of two streams may
+// start or end in the same nanosecond, and the analysis names the first it meets as evidence; CUPTI delivers the
+// records in an order of its own, which compaction in rounds changes.
+inline bool before_in_log(const GpuOp& a, const GpuOp& b) {
+  if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+  if (a.end_ns != b.end_ns) return a.end_ns < b.end_ns;
+  if (a.stream_id != b.stream_id) return a.stream_id < b.stream_id;
+  if (a.correlation_id != b.correlation_id) return a.correlation_id < b.correlation_id;
+  return a.kind < b.kind;
+}
+
 // Something that happened in the process that explains host time without being an API call of ours.
 enum class MarkKind : uint8_t { ContextCreated, ModuleLoaded, ContextDestroyed };
 struct Mark {

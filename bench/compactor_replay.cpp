@@ -109,25 +109,27 @@ int main(int argc, char** argv) {
   uint64_t last_round_t = log.calls[lo].start_ns;
   double compact_s = 0;
   // COMPACTOR_REPLAY_FLUSH_PERIOD_MS=N: the capture's flush_period (force_flush, capture.cpp's round): a forced flush
-  // at most every N ms or when the backlog held half of compact_backlog (262,144); rounds in between deliver no
-  // record (an ordinary flush hands over only full buffers: this is the case where none filled), compact only up to
-  // the last forced flush, and leave the rest in the backlog unless it is past that half.
+  // when the records horizon lagged N ms or the backlog held half of compact_backlog (262,144). Rounds in between
+  // deliver the records of work that ended before the previous round (an ordinary flush hands over complete buffers:
+  // a round late here), and compact up to the records horizon (Compactor::records_before), leaving the rest in the
+  // backlog unless it is past that half.
   const char* period_env = std::getenv("COMPACTOR_REPLAY_FLUSH_PERIOD_MS");
   const uint64_t period_ns = period_env ? std::strtoull(period_env, nullptr, 10) * 1'000'000 : 0;
   constexpr size_t kMaxBacklog = 262'144;
   const size_t behind = behind_at(period_ns, chunk, kMaxBacklog);
-  uint64_t last_forced = 0;
+  uint64_t last_forced = 0, records = 0;
   size_t forced_rounds = 0;
   std::vector<GpuOp> held;  // ended, not yet delivered
   auto round = [&](uint64_t now) {
     std::vector<ApiCall> calls;
     std::swap(calls, pending_calls);
     std::vector<GpuOp> ops;
+    const bool forced = force_flush(now, records, period_ns, compactor.backlog_size(), kMaxBacklog) ||
+                        now == UINT64_MAX / 2;
+    if (!forced) std::swap(ops, held);  // what ended before the previous round
     auto ended = std::partition(pending_ops.begin(), pending_ops.end(), [&](const GpuOp& op) { return op.end_ns < now; });
     held.insert(held.end(), pending_ops.begin(), ended);
     pending_ops.erase(pending_ops.begin(), ended);
-    const bool forced = force_flush(now, last_forced, period_ns, compactor.backlog_size(), kMaxBacklog) ||
-                        now == UINT64_MAX / 2;
     if (forced) {
       std::swap(ops, held);
       last_forced = now;
@@ -135,7 +137,8 @@ int main(int argc, char** argv) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     compactor.add(std::move(calls), std::move(ops), log.marks, last_forced, now);
-    const uint64_t horizon = std::min(now, last_forced);
+    records = period_ns == 0 ? now : compactor.records_before(now, last_forced);
+    const uint64_t horizon = std::min(now, records);
     while (compactor.has_backlog()) {
       if (period_ns != 0 && compactor.backlog_front_ns() >= horizon && compactor.backlog_size() <= behind) break;
       compactor.compact_chunk(horizon);

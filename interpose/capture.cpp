@@ -81,9 +81,11 @@ struct Global {
   size_t round_calls = 16 * 1024;  // compact_round: a round starts when the threads hold this many calls
   size_t max_backlog = 0;          // compact_backlog (0 = no limit)
   // flush_period (0: a forced flush every round) and when the last forced flush was (CUPTI timebase): every record
-  // of work finished before it has been taken. Both the compaction thread's alone.
+  // of work finished before it has been taken; between forced flushes the records horizon follows the records that
+  // came (Compactor::records_before). Both the compaction thread's alone.
   uint64_t flush_period_ns = 0;
   uint64_t last_forced_ns = 0;
+  uint64_t records_ns = 0;  // the last round's records horizon: a flush is forced when it lags flush_period
   // Threads that outrun the compaction thread stay bounded too: a thread whose buffer holds its share of
   // compact_backlog (half of it over the threads, at least a round) counts its sheddable calls instead of keeping
   // them. 0 = no limit (compaction off, or compact_backlog=0).
@@ -104,15 +106,16 @@ struct Global {
 // hence the memory added, and a chunk's duration (tens of ms), hence how long finish() waits. Halving them from 32k
 // took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200. The interval only matters to programs that
 // make fewer calls (a launch-bound PyTorch loop: ~35k a second, a round by count every half second): each round
-// starts with a forced flush of CUPTI's buffers, which the program's thread pays for; rounds every 100 ms measured
-// +38% against the floor's +23% on that loop, every second +33% (5 interleaved rounds each, H200; noisy).
+// starts with a flush of CUPTI's buffers, which the program's thread pays for (measured with a forced flush every
+// round, as before flush_period: rounds every 100 ms +38% against the floor's +23% on that loop, every second +33%;
+// 5 interleaved rounds each, H200; noisy).
 constexpr auto kPoll = std::chrono::milliseconds(10);
 constexpr auto kRoundInterval = std::chrono::seconds(1);
 constexpr size_t kChunkCalls = 16 * 1024;
 // Shorter than compact.h's default (50 ms): at a launch-bound loop's ~0.4M calls a second, what the margin keeps
-// is analyzed again in every chunk. Records of finished work reach us at the flush that starts each round; the
-// `stats` option counts those that came a round late and how long before the missed flush they ended, which is
-// what this must exceed.
+// is analyzed again in every chunk. It covers the skew between GPU and CPU timestamps, and the records of work no
+// watched call enqueued (the records horizon cannot wait for those: Compactor::records_before); the `stats` option
+// counts records that came a round late and how long before the flush that missed them they ended.
 constexpr uint64_t kMarginNs = 10'000'000;
 
 Global& global() {
@@ -293,7 +296,8 @@ void on_mark(MarkKind kind) {
 struct Horizons {
   uint64_t calls;    // now, or the start of the oldest call still in flight on any thread (it is in no buffer yet,
                      // and the calls and GPU work around its start may matter to it)
-  uint64_t records;  // the last forced flush: the records of work finished before it have all been taken
+  uint64_t records;  // every record of work finished before it has been taken: the oldest call still waiting for
+                     // its work's record, at least the last forced flush (Compactor::records_before)
 };
 
 // Moves what every thread captured, and the GPU work decoded so far, into the backlog.
@@ -304,7 +308,7 @@ Horizons take_from_threads(Global& g) {
     std::lock_guard lock(g.central_mu);
     backlog = g.compactor->backlog_size();
   }
-  const bool forced = force_flush(now, g.last_forced_ns, g.flush_period_ns, backlog, g.max_backlog);
+  const bool forced = force_flush(now, g.records_ns, g.flush_period_ns, backlog, g.max_backlog);
   cupti::flush_activity(forced);
   if (forced) {
     g.last_forced_ns = now;
@@ -356,7 +360,8 @@ Horizons take_from_threads(Global& g) {
   std::lock_guard lock(g.central_mu);
   g.compactor->add(std::move(calls), std::move(ops), std::move(marks), g.last_forced_ns, horizon);
   g.compactor->count_shed(shed, lost);
-  return {horizon, g.last_forced_ns};
+  g.records_ns = g.compactor->records_before(now, g.last_forced_ns);
+  return {horizon, g.records_ns};
 }
 
 size_t pending_calls(Global& g) {
@@ -372,8 +377,8 @@ void compaction_loop() {
   auto last_trim = last;
   bool behind = false;  // the last round stopped because the threads got a round ahead: take again at once
   bool fell_behind = false;  // the backlog grew past two rounds since the last malloc_trim
-  // With flush_period the backlog holds what came since the last forced flush: behind only past the size that
-  // forces one.
+  // With flush_period the backlog holds what came since the records horizon (at worst since the last forced flush):
+  // behind only past the size that forces one.
   const size_t behind_at = asynccheck::behind_at(g.flush_period_ns, g.round_calls, g.max_backlog);
   std::unique_lock lock(g.stop_mu);
   while (!g.stop) {
@@ -405,7 +410,8 @@ void compaction_loop() {
           break;
         }
         // With flush_period, what started after the horizon waits in the backlog, rather than in the compacted
-        // log where every chunk would analyze it again until the next forced flush; drained as far as it can be.
+        // log where every chunk would analyze it again until the records it waits for come; drained as far as it
+        // can be.
         // Not past behind_at: a horizon held back by a call in flight (or a thread we could not lock) must not
         // make the backlog shed, so the chunks go on into the compacted log, as without a period.
         if (g.flush_period_ns != 0 && g.compactor->backlog_front_ns() >= horizon &&
@@ -540,9 +546,8 @@ EventLog finish() {
     log.run.unanalyzed_calls += t->shed;
     if (t->lost != 0) complete = false;
   }
-  std::stable_sort(log.calls.begin(), log.calls.end(),
-                   [](const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; });
-  std::stable_sort(log.ops.begin(), log.ops.end(), [](const GpuOp& a, const GpuOp& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(log.calls.begin(), log.calls.end(), [](const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); });
+  std::stable_sort(log.ops.begin(), log.ops.end(), [](const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); });
   log.api_names.clear();
   for (const cupti::ApiSpec& spec : cupti::watched_apis()) log.api_names.emplace_back(spec.name);
   log.stacks = interned_stacks();

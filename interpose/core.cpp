@@ -181,7 +181,9 @@ std::string stats_line(const EventLog& log) {
     << st.largest_chunk << " calls, longest "
     << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, " << static_cast<double>(st.compact_ns) / 1e6 << " ms in all), backlog peak "
     << st.peak_backlog << " calls, " << st.shed_calls << " calls shed at the compact_backlog limit (" << st.lost_calls << " of them not ordinary: lost); " << st.late_ops << " activity records a round late (ended up to "
-    << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); " << capture::stacks_walked()
+    << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); " << st.awaited_records
+    << " calls waiting for their work's record at the last round, " << st.overdue_records
+    << " records given up on (10 s overdue); " << capture::stacks_walked()
     << " call stacks walked; " << cupti::untimed_records() << " GPU operations untimed; peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
   return o.str();
 }

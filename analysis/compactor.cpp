@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
-#include <unordered_map>
 #include <utility>
 
 namespace asynccheck {
@@ -57,17 +56,6 @@ bool on_legacy_stream(const ApiCall& c) {
          ((c.stream == 0 || c.stream == kStreamLegacyHandle) &&
           (c.call.api == rules::ApiKind::KernelLaunch || c.call.api == rules::ApiKind::Copy ||
            c.call.api == rules::ApiKind::Memset || c.call.api == rules::ApiKind::GraphLaunch));
-}
-
-bool expects_work_record(const ApiCall& c) {
-  using rules::ApiKind;
-  switch (c.call.api) {
-    case ApiKind::Copy:
-    case ApiKind::Memset: return c.result == 0 && c.call.bytes != 0;  // an empty copy enqueues nothing
-    case ApiKind::KernelLaunch:
-    case ApiKind::GraphLaunch: return c.result == 0;
-    default: return false;
-  }
 }
 
 bool sheddable(const ApiCall& c, bool function_launched_before, uint64_t threshold_ns) {
@@ -196,6 +184,8 @@ void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vec
                     uint64_t calls_before_ns) {
   ++stats_.rounds;
   calls_before_ns_ = std::max(calls_before_ns_, calls_before_ns);
+  awaited_.add_calls(calls);
+  awaited_.add_records(ops);
   for (const GpuOp& op : ops) {
     if (op.start_ns != 0 && op.end_ns < last_delivered_ns_) {  // CUPTI gives 0 for records it could not time
       ++stats_.late_ops;
@@ -218,70 +208,10 @@ void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vec
 }
 
 uint64_t Compactor::records_before(uint64_t flushed_ns, uint64_t forced_ns) {
-  const std::vector<ApiCall>* const calls[] = {&central_.calls, &backlog_calls_};
-  const std::vector<GpuOp>* const ops[] = {&central_.ops, &backlog_ops_};
-  // Graph launches that have records: their ids, for the stream of their first node (below).
-  std::unordered_map<uint64_t, size_t> graph_of;  // correlation id -> index in `graphs`
-  std::vector<std::pair<uint32_t, uint64_t>> graphs;  // (stream of the earliest node, start of that node)
-  for (const auto* list : calls) {
-    for (const ApiCall& c : *list) {
-      if (c.call.api != rules::ApiKind::GraphLaunch || !expects_work_record(c)) continue;
-      graph_of.emplace(c.correlation_id, graphs.size());
-      if (c.driver_correlation_id != 0) graph_of.emplace(c.driver_correlation_id, graphs.size());
-      graphs.emplace_back(UINT32_MAX, UINT64_MAX);
-    }
-  }
-  // Every op we hold, by correlation id; per stream, the latest call (by correlation id: CUPTI numbers calls in the
-  // order they are made) whose work there ended before the last forced flush.
-  std::vector<uint64_t> ids;
-  ids.reserve(central_.ops.size() + backlog_ops_.size() + untimed_.size());
-  std::unordered_map<uint32_t, uint64_t> done_by;
-  auto note = [&](const GpuOp& op) {
-    ids.push_back(op.correlation_id);
-    if (op.kind == GpuOpKind::Sync || op.start_ns == 0) return;  // untimed work proves nothing of when
-    if (op.end_ns < forced_ns) {
-      uint64_t& latest = done_by[op.stream_id];
-      latest = std::max(latest, op.correlation_id);
-    }
-    if (auto g = graph_of.find(op.correlation_id); g != graph_of.end() && op.start_ns < graphs[g->second].second) {
-      graphs[g->second] = {op.stream_id, op.start_ns};
-    }
-  };
-  for (const auto* list : ops) {
-    for (const GpuOp& op : *list) note(op);
-  }
-  for (const auto& [op, rounds] : untimed_) note(op);
-  std::sort(ids.begin(), ids.end());
-  auto has = [&](uint64_t id) { return id != 0 && std::binary_search(ids.begin(), ids.end(), id); };
-  uint64_t before = flushed_ns;
-  uint64_t awaited = 0;
-  for (const auto* list : calls) {
-    for (const ApiCall& c : *list) {
-      // A call the compaction kept only for what later calls read (a first launch) was settled: its work's
-      // record came, and may have been dropped since.
-      if (!expects_work_record(c) || c.context_only) continue;
-      bool waits = !has(c.correlation_id) && !has(c.driver_correlation_id);
-      if (!waits && c.call.api == rules::ApiKind::GraphLaunch) {
-        // Its nodes' records come one by one: done once later work in the stream of its first node ended before a
-        // forced flush (stream order: the graph had ended; the forced flush delivered every record of work finished
-        // before it).
-        const uint32_t stream = graphs[graph_of.at(c.correlation_id)].first;
-        auto it = done_by.find(stream);
-        waits = it == done_by.end() || it->second <= std::max(c.correlation_id, c.driver_correlation_id);
-      }
-      if (!waits) continue;
-      if (c.end_ns + kRecordOverdueNs < flushed_ns) {
-        // Given up on; counted in the round it became overdue.
-        if (c.end_ns + kRecordOverdueNs >= records_flushed_ns_) ++stats_.overdue_records;
-        continue;
-      }
-      ++awaited;
-      before = std::min(before, c.start_ns);
-    }
-  }
-  records_flushed_ns_ = std::max(records_flushed_ns_, flushed_ns);
-  stats_.awaited_records = awaited;
-  return std::max(before, forced_ns);
+  const uint64_t before = awaited_.before(flushed_ns, forced_ns);
+  stats_.awaited_records = awaited_.awaited();
+  stats_.overdue_records = awaited_.overdue();
+  return before;
 }
 
 // Moves into the compacted log the untimed work whose call is there, and the work that waited too long (`all`: every

@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "analysis/awaited_records.h"
 #include "analysis/compact.h"
 #include "analysis/events.h"
 
@@ -34,7 +35,7 @@ struct CompactorStats {
   uint64_t lost_calls = 0;
   // records_before(): calls whose work's record had not come at the last round (what held the records horizon
   // back), and calls given up on because their record was kRecordOverdueNs late (a launch into a capture, a lost
-  // record, an empty graph): from then on the horizon no longer waits for them.
+  // record, an empty graph): from then on the horizon no longer waits for them (awaited_records.h).
   uint64_t awaited_records = 0, overdue_records = 0;
 };
 
@@ -67,16 +68,6 @@ AtThread at_thread(const ApiCall& c, size_t buffered, size_t share, bool functio
 // (legacy-stream-serialization). The capture walks such a call's stack only once another blocking stream had work
 // (interpose/blocking_streams.h), so a call without a stack may still be a finding: never shed (above).
 bool on_legacy_stream(const ApiCall& c);
-
-// Whether `c` enqueued GPU work that gets an activity record: a launch, a copy or a memset of some bytes, a graph
-// launch (a record per node), that succeeded. A command captured into a graph gets none (compact.cpp knows which
-// were captured; records_before() waits kRecordOverdueNs for them at most).
-bool expects_work_record(const ApiCall& c);
-
-// GPU work whose record has not come this long after its call returned is taken as lost: it no longer holds back
-// what waits for it (records_before(); compact.cpp: legacy-stream commands). Queued work comes well before (a GPU
-// shared by four processes ran ~20 ms behind the host; ordinary flushes delivered records up to 278 ms late).
-constexpr uint64_t kRecordOverdueNs = 10'000'000'000;
 
 // Whether a compaction round flushes CUPTI by force (the flush_period option). A forced flush delivers the records
 // of all work finished so far; an ordinary one only the buffers whose records are all complete, in any order, so
@@ -116,14 +107,11 @@ class Compactor {
   }
   size_t backlog_size() const { return backlog_calls_.size(); }
   // How far the activity records are complete, as the calls show, after a flush at `flushed_ns` (the last forced
-  // one at `forced_ns`): the start of the oldest call whose work's record has not come (expects_work_record; a
-  // graph launch until work its stream ran after it ended before a forced flush: its nodes' records come one by
-  // one), `flushed_ns` when none waits, never before `forced_ns` (a forced flush delivers every record of work
-  // finished before it). So that ordinary flushes, which hand over only buffers whose records are all complete
-  // and which CUPTI may deliver out of order, are enough to compact: forced ones grow CUPTI's device-buffer pool
-  // (cupti/activity.cpp). Work no watched call enqueued (calls we do not watch, calls shed) gives no sign of its
-  // record: its record may come after the calls around it were settled, and is then counted but not evidence
-  // (flush_period=0 rules that out: every round forced). Not past kRecordOverdueNs after a call's return.
+  // one at `forced_ns`): analysis/awaited_records.h. So that ordinary flushes, which hand over only buffers whose
+  // records are all complete, in any order, are enough to compact: forced ones grow CUPTI's device-buffer pool
+  // (cupti/activity.cpp). Work no watched call enqueued (calls we do not watch, calls the capture shed) gives no
+  // sign of its record: when it comes after the calls around it were settled, it is counted but is no evidence
+  // for them (flush_period=0 rules that out: every round forced).
   uint64_t records_before(uint64_t flushed_ns, uint64_t forced_ns);
   // Moves the backlog's next chunk into the compacted log and compacts it. `horizon_ns`: everything that ended
   // before it has been added (calls and activity records); the backlog's next call bounds it further.
@@ -175,7 +163,7 @@ class Compactor {
   CompactorStats stats_;
   uint64_t last_delivered_ns_ = 0;
   uint64_t calls_before_ns_ = 0;
-  uint64_t records_flushed_ns_ = 0;  // the last records_before()'s flush, for overdue_records
+  AwaitedRecords awaited_;
 };
 
 }  // namespace asynccheck

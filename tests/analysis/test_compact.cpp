@@ -874,11 +874,12 @@ TEST(Compactor, TheRecordsHorizonIsTheOldestCallWaitingForItsRecord) {
   compactor.add({}, {waiting_op}, {}, 0, 2 * kMs);
   EXPECT_EQ(compactor.records_before(2 * kMs, 0), graph.start_ns);
   EXPECT_EQ(compactor.stats().awaited_records, 1u);
+  // A forced flush as that work ended: the graph may still have been running before it.
+  EXPECT_EQ(compactor.records_before(2 * kMs, waiting_op.end_ns), waiting_op.end_ns);
+  EXPECT_EQ(compactor.stats().awaited_records, 1u);
   // A forced flush after that work ended: every record of the graph has come; none waits.
   EXPECT_EQ(compactor.records_before(2 * kMs, waiting_op.end_ns + 1), 2 * kMs);
   EXPECT_EQ(compactor.stats().awaited_records, 0u);
-  // The forced flush came before that work ended: the graph may still have been running then.
-  EXPECT_EQ(compactor.records_before(2 * kMs, waiting_op.end_ns), waiting_op.end_ns);
 }
 
 // A record that never comes (a launch into a capture, an empty graph, a record CUPTI lost) holds the records horizon

@@ -80,8 +80,8 @@ bool on_legacy_stream(const ApiCall& c);
 bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_t backlog, size_t max_backlog);
 
 // The backlog size past which the compaction counts as behind (the capture takes from the threads at once, trims
-// the heap) and, with a flush period, goes on compacting past the last forced flush rather than shed: two rounds
-// of calls, or with a period the half of `max_backlog` that forces a flush (what waits for it is not "behind").
+// the heap) and, with a flush period, goes on compacting past the records horizon rather than shed: two rounds of
+// calls, or with a period the half of `max_backlog` that forces a flush (what waits for it is not "behind").
 size_t behind_at(uint64_t period_ns, size_t round_calls, size_t max_backlog);
 
 class Compactor {

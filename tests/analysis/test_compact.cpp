@@ -571,8 +571,8 @@ TEST(Compactor, LongRunsKeepWhatShortOnesKeep) {
 
 // flush_period (capture.cpp): CUPTI is flushed by force only every `forced_every` rounds; in between, an ordinary
 // flush hands over only the buffers CUPTI filled: here every other record of work that ended since (`hold_all`:
-// none), the rest coming with the next forced flush. The capture compacts up to the last forced flush only, and
-// leaves in the backlog what started after it.
+// none), the rest coming with the next forced flush. Compacted up to the last forced flush only (the floor of the
+// capture's records horizon, below: run_following_records), leaving in the backlog what started after it.
 EventLog run_compactor_with_flush_period(const EventLog& log, const std::vector<Delivered>& rounds, size_t forced_every,
                                          bool hold_all, uint64_t margin, size_t chunk, CompactorStats* stats) {
   Compactor compactor(compact_options(log, margin), log.run.env, chunk);

@@ -16,19 +16,22 @@ bool expects_work_record(const ApiCall& c) {
   }
 }
 
+bool gets_several_records(const ApiCall& c) {
+  return c.call.api == rules::ApiKind::GraphLaunch || (c.call.api == rules::ApiKind::Copy && c.flags > 1);
+}
+
 void AwaitedRecords::add_calls(const std::vector<ApiCall>& calls) {
   for (const ApiCall& c : calls) {
     if (!expects_work_record(c)) continue;
     Awaited a;
     a.start_ns = c.start_ns;
     a.end_ns = c.end_ns;
-    a.last_id = std::max(c.correlation_id, c.driver_correlation_id);
-    a.graph = c.call.api == rules::ApiKind::GraphLaunch;
+    a.several = gets_several_records(c);
     a.driver_id = c.driver_correlation_id;
     // Its record came first (the call was still in flight then).
     auto early = early_.find(c.correlation_id);
     if (early == early_.end() && c.driver_correlation_id != 0) early = early_.find(c.driver_correlation_id);
-    if (early != early_.end() && !a.graph) {
+    if (early != early_.end() && !a.several) {
       early_.erase(early);
       continue;
     }
@@ -45,12 +48,16 @@ void AwaitedRecords::add_calls(const std::vector<ApiCall>& calls) {
 
 void AwaitedRecords::record(uint64_t key, Awaited& a, uint32_t stream, uint64_t start_ns) {
   a.has_record = true;
-  // Untimed (start 0: cupti/activity.cpp) says nothing of when, nor which node started first.
+  // Untimed (start 0: cupti/activity.cpp) says nothing of when, nor which work started first.
   if (start_ns == 0 || start_ns >= a.first_start_ns) return;
-  if (a.first_start_ns != UINT64_MAX) graphs_[a.stream].erase(key);
+  if (a.first_start_ns != UINT64_MAX) {
+    auto old = several_.find(a.stream);
+    old->second.erase(key);
+    if (old->second.empty()) several_.erase(old);
+  }
   a.first_start_ns = start_ns;
   a.stream = stream;
-  graphs_[stream].insert(key);
+  several_[stream].insert(key);
 }
 
 void AwaitedRecords::forget(uint64_t key) {
@@ -58,12 +65,10 @@ void AwaitedRecords::forget(uint64_t key) {
   if (it == calls_.end()) return;
   const Awaited& a = it->second;
   if (a.driver_id != 0) driver_.erase(a.driver_id);
-  if (a.graph && a.first_start_ns != UINT64_MAX) {
-    auto g = graphs_.find(a.stream);
-    if (g != graphs_.end()) {
-      g->second.erase(key);
-      if (g->second.empty()) graphs_.erase(g);
-    }
+  if (a.several && a.first_start_ns != UINT64_MAX) {
+    auto s = several_.find(a.stream);
+    s->second.erase(key);
+    if (s->second.empty()) several_.erase(s);
   }
   calls_.erase(it);
 }
@@ -87,44 +92,45 @@ void AwaitedRecords::add_records(const std::vector<GpuOp>& ops) {
       }
       continue;
     }
-    if (it->second.graph) {
+    // Work a known call enqueued, in a stream where a call of several records is awaited: it may show that call's
+    // work had ended (before()). Noted before the call is forgotten, with when that call started.
+    if (op.start_ns != 0 && several_.contains(op.stream_id)) after_[op.stream_id].emplace_back(op.end_ns, it->second.start_ns);
+    if (it->second.several) {
       record(key, it->second, op.stream_id, op.start_ns);
     } else {
       forget(key);
     }
   }
-  // Work in a stream that ran a graph still awaited: once it ended before a forced flush, that graph had ended.
-  if (graphs_.empty()) return;
-  for (const GpuOp& op : ops) {
-    if (op.kind == GpuOpKind::Sync || op.start_ns == 0 || !graphs_.contains(op.stream_id)) continue;
-    after_graphs_[op.stream_id].emplace_back(op.end_ns, op.correlation_id);
-  }
 }
 
 uint64_t AwaitedRecords::before(uint64_t flushed_ns, uint64_t forced_ns) {
-  for (auto s = after_graphs_.begin(); s != after_graphs_.end();) {
+  for (auto s = after_.begin(); s != after_.end();) {
+    auto waiting = several_.find(s->first);
+    if (waiting == several_.end()) {  // nothing of several records awaited in that stream any more
+      done_by_.erase(s->first);
+      s = after_.erase(s);
+      continue;
+    }
     uint64_t& done = done_by_[s->first];
     std::erase_if(s->second, [&](const std::pair<uint64_t, uint64_t>& r) {
-      if (r.first >= forced_ns) return false;  // may have ended after a graph's last node still to come
+      if (r.first >= forced_ns) return false;  // may have ended after work still to come
       done = std::max(done, r.second);
       return true;
     });
-    auto g = graphs_.find(s->first);
-    if (g == graphs_.end()) {
-      s = after_graphs_.erase(s);
-      continue;
-    }
+    // Enqueued behind it by a call made after it returned, and ended before a forced flush.
     std::vector<uint64_t> ended;
-    for (uint64_t key : g->second) {
-      if (done > calls_.at(key).last_id) ended.push_back(key);
+    for (uint64_t key : waiting->second) {
+      if (done > calls_.at(key).end_ns) ended.push_back(key);
     }
-    ++s;  // forget() may erase this stream's graphs, never after_graphs_
+    ++s;  // forget() may erase this stream from several_, never from after_
     for (uint64_t key : ended) forget(key);
   }
   uint64_t oldest = flushed_ns;
   std::vector<uint64_t> overdue;
   for (const auto& [key, a] : calls_) {
-    if (a.end_ns + kRecordOverdueNs < flushed_ns) {
+    // Given up on only with a forced flush since: a finished record may wait in a buffer of CUPTI's behind an
+    // unfinished one for as long as that one runs.
+    if (a.end_ns + kRecordOverdueNs < forced_ns) {
       overdue.push_back(key);
     } else {
       oldest = std::min(oldest, a.start_ns);

@@ -167,10 +167,10 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     // its enqueue time and stream are needed to read that record, so the call stays. A captured command enqueued
     // nothing: its work comes with the graph launch's records.
     bool waiting_for_work = expects_work_record(c) && !a.described[i].captured && corr.ops_of(i).empty();
-    // A graph launch gets a record per node, each as its node ends (a forced flush in between, or an ordinary one,
-    // hands over some of them): the first to come says nothing of the rest. Until the calls after it show that its
-    // whole graph ended before the cut, a record of it may still come.
-    if (c.call.api == ApiKind::GraphLaunch && c.result == 0 && c.end_ns < cut && !corr.ops_of(i).empty()) {
+    // A graph launch gets a record per node, a batch copy one per copy, each as its work ends (a forced flush in
+    // between, or an ordinary one, hands over some of them): the first to come says nothing of the rest. Until the
+    // calls after it show that all its work ended before the cut, a record of it may still come.
+    if (gets_several_records(c) && c.result == 0 && c.end_ns < cut && !corr.ops_of(i).empty()) {
       if (!drains) drains.emplace(log, corr, a.described);
       const GpuOp& first = log.ops[corr.ops_of(i).front()];
       waiting_for_work = !drains->before(c, a.described[i].stream, first.context, cut);
@@ -199,10 +199,10 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
           settled = own.end_ns + ao.gpu_gap_ns < cut && oldest_waiting_end >= own.end_ns;
         } else {
           // Untimed (start and end 0): its end is no time. No delay in or out is measured from it, but whether it
-          // serializes still reads the blocking-stream work enqueued before it started, and a graph launch's later
-          // node records, timed, would become its first work op (until overdue, as above: taken as lost).
+          // serializes still reads the blocking-stream work enqueued before it started, and a graph launch's (a
+          // batch copy's) later records, timed, would become its first work op (until overdue, as above: lost).
           settled = oldest_waiting_end > c.start_ns &&
-                    (c.call.api != ApiKind::GraphLaunch || c.end_ns + kRecordOverdueNs < cut);
+                    (!gets_several_records(c) || c.end_ns + kRecordOverdueNs < cut);
         }
       }
     }

@@ -36,7 +36,7 @@ struct ApiCall {
   uint64_t dst_ptr = 0;         // copies/memsets: destination address
   uint64_t function = 0;        // launches: the kernel's host function / CUfunction
   uint64_t handle = 0;          // the stream/event/pointer a call creates or consumes (see ApiKind)
-  uint32_t flags = 0;           // creation flags (stream, event, host alloc), or 0
+  uint32_t flags = 0;           // creation flags (stream, event, host alloc); a batch copy's number of copies; or 0
   uint32_t stack = 0;           // interned call stack (stacks.h), 0 = not captured
   int32_t result = 0;           // the call's return code (0 = success)
   // The innermost NVTX push/pop range open on the calling thread during the call (interpose/nvtx_ranges.h):

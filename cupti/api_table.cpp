@@ -13,6 +13,7 @@
 // guards, so they must not be included a second time here.
 #include <cupti.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstring>
@@ -224,13 +225,14 @@ void rt_copy3d(const void* v, ApiCall& o) {
 }
 
 // cudaMemcpyBatchAsync / cuMemcpyBatchAsync: count copies, each src/dst/size; direction by address (Default).
-// src_ptr/dst_ptr are those of the first copy, bytes the sum of all.
+// src_ptr/dst_ptr are those of the first copy, bytes the sum of all, flags the count (ApiCall::flags).
 template <class P>
 void batch_copy(const void* v, ApiCall& o) {
   const P& p = as<P>(v);
   o.stream = stream_of(p);
   o.call.direction = CopyDirection::Default;
   if (p.count == 0) return;
+  o.flags = static_cast<uint32_t>(std::min<size_t>(p.count, UINT32_MAX));  // copies: an activity record each
   if (p.dsts != nullptr) o.dst_ptr = u64(p.dsts[0]);
   if (p.srcs != nullptr) o.src_ptr = u64(p.srcs[0]);
   if (p.sizes != nullptr) {
@@ -258,6 +260,7 @@ void batch_copy3d(const void* v, ApiCall& o) {
   o.stream = stream_of(p);
   o.call.direction = CopyDirection::Default;
   if (p.numOps == 0 || p.opList == nullptr) return;
+  o.flags = static_cast<uint32_t>(std::min<size_t>(p.numOps, UINT32_MAX));  // operations: an activity record each
   o.src_ptr = operand_addr(p.opList[0].src);
   o.dst_ptr = operand_addr(p.opList[0].dst);
   uint64_t total = 0;

@@ -88,18 +88,74 @@ TEST(AwaitedRecords, AGraphLaunchWaitsUntilLaterWorkInItsStreamEndedBeforeAForce
   EXPECT_EQ(w.awaited(), 0u);
 }
 
-TEST(AwaitedRecords, ACallWhoseRecordNeverComesIsGivenUpOnTenSecondsAfterItReturned) {
+TEST(AwaitedRecords, ACallWhoseRecordNeverComesIsGivenUpOnAForcedFlushTenSecondsAfterItReturned) {
   AwaitedRecords w;
   const ApiCall captured = call(ApiKind::KernelLaunch, 30, 1 * kMs);  // launched into a capture: no record, ever
-  w.add_calls({captured, call(ApiKind::GraphLaunch, 31, 2 * kMs)});  // a graph whose records never come
-  EXPECT_EQ(w.before(captured.end_ns + kRecordOverdueNs, 0), captured.start_ns);
+  const ApiCall graph = call(ApiKind::GraphLaunch, 31, 2 * kMs);      // a graph whose records never come
+  w.add_calls({captured, graph});
+  const uint64_t first = captured.end_ns + kRecordOverdueNs + 1;
+  EXPECT_EQ(w.before(first + 5 * kMs, 0), captured.start_ns) << "no forced flush since: a record may still come";
+  EXPECT_EQ(w.before(first + 5 * kMs, first - 1), first - 1);
   EXPECT_EQ(w.overdue(), 0u);
-  EXPECT_EQ(w.before(captured.end_ns + kRecordOverdueNs + 1, 0), 2 * kMs);
+  EXPECT_EQ(w.before(first + 5 * kMs, first), first);  // the graph still holds it; the launch is given up on
   EXPECT_EQ(w.overdue(), 1u);
-  const uint64_t late = 2 * kMs + 5 * kUs + kRecordOverdueNs + 1;
-  EXPECT_EQ(w.before(late, 0), late);
+  const uint64_t second = graph.end_ns + kRecordOverdueNs + 1;
+  EXPECT_EQ(w.before(second + 5 * kMs, second), second + 5 * kMs);
   EXPECT_EQ(w.overdue(), 2u);
   EXPECT_EQ(w.awaited(), 0u);
+}
+
+// Which work came after a call of several records is read in host order: a call made after it returned enqueued
+// behind it. Correlation ids are handed out as calls begin (another thread's call may begin first and enqueue
+// later) and wrap at 2^32.
+TEST(AwaitedRecords, LaterWorkIsReadInHostOrderNotByCorrelationId) {
+  AwaitedRecords w;
+  ApiCall other_thread = call(ApiKind::KernelLaunch, 41, 90 * kUs);  // began before the graph launch, a larger id
+  other_thread.end_ns = 300 * kUs;                                    // ... and enqueued after it returned? unknown
+  const ApiCall graph = call(ApiKind::GraphLaunch, 40, 100 * kUs);
+  w.add_calls({other_thread, graph});
+  w.add_records({record(40, 110 * kUs, 120 * kUs, 7)});
+  w.add_records({record(41, 130 * kUs, 140 * kUs, 7)});  // larger id, same stream, ended before the forced flush
+  EXPECT_EQ(w.before(1 * kMs, 500 * kUs), 500 * kUs);
+  EXPECT_EQ(w.awaited(), 1u) << "a call that began before the graph launch returned proves nothing";
+  // After the ids wrapped: a small id, but a call made after the launch returned.
+  w.add_calls({call(ApiKind::KernelLaunch, 3, 200 * kUs)});
+  w.add_records({record(3, 210 * kUs, 220 * kUs, 7)});
+  EXPECT_EQ(w.before(1 * kMs, 500 * kUs), 1 * kMs);
+  EXPECT_EQ(w.awaited(), 0u);
+}
+
+// A batch copy gets a record per copy (ApiCall::flags: how many): awaited like a graph launch.
+TEST(AwaitedRecords, ABatchCopyWaitsForMoreThanItsFirstRecord) {
+  AwaitedRecords w;
+  ApiCall batch = call(ApiKind::Copy, 50, 100 * kUs, 3 * 4096);
+  batch.flags = 3;
+  w.add_calls({batch});
+  w.add_records({record(50, 110 * kUs, 120 * kUs, 7, GpuOpKind::Memcpy)});
+  EXPECT_EQ(w.before(1 * kMs, 0), 100 * kUs);
+  w.add_calls({call(ApiKind::Memset, 51, 200 * kUs, 64)});
+  w.add_records({record(51, 400 * kUs, 410 * kUs, 7, GpuOpKind::Memset)});  // behind the copies in its stream
+  EXPECT_EQ(w.before(1 * kMs, 500 * kUs), 1 * kMs);
+  EXPECT_EQ(w.awaited(), 0u);
+}
+
+// Records of streams where a call of several records moved away from, or that no such call waits in any more, are
+// not kept: without a forced flush they would pile up for the rest of the run.
+TEST(AwaitedRecords, WhatWaitsForAForcedFlushIsOnlyOfStreamsWithSuchACallAwaited) {
+  AwaitedRecords w;
+  w.add_calls({call(ApiKind::GraphLaunch, 60, 100 * kUs)});
+  w.add_records({record(60, 200 * kUs, 250 * kUs, 7)});
+  w.add_records({record(60, 150 * kUs, 900 * kUs, 8)});  // its first work is in stream 8 from now on
+  for (uint64_t i = 0; i < 1000; ++i) {
+    w.add_calls({call(ApiKind::KernelLaunch, 100 + i, 1 * kMs + i * kUs)});
+    w.add_records({record(100 + i, 2 * kMs + i * kUs, 2 * kMs + i * kUs + 1, 7)});
+  }
+  EXPECT_EQ(w.tracked_records(), 0u) << "stream 7 has nothing of several records awaited";
+  w.add_calls({call(ApiKind::KernelLaunch, 2000, 3 * kMs)});
+  w.add_records({record(2000, 4 * kMs, 5 * kMs, 8)});
+  EXPECT_EQ(w.tracked_records(), 1u);
+  EXPECT_EQ(w.before(6 * kMs, 5 * kMs + 1), 6 * kMs);  // the graph ended: later work in stream 8 ended before the flush
+  EXPECT_EQ(w.tracked_records(), 0u);
 }
 
 }  // namespace

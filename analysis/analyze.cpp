@@ -1,6 +1,7 @@
 #include "analysis/analyze.h"
 
 #include "analysis/correlation.h"
+#include "analysis/stream_index.h"
 
 #include <algorithm>
 #include <optional>
@@ -48,7 +49,7 @@ bool is_own(const GpuOp& op, const ApiCall& c) {
 
 struct Index {
   std::optional<CorrelationIndex> corr;  // ops_of: work ops only (not sync records)
-  std::unordered_map<uint32_t, std::vector<size_t>> ops_by_stream;  // sorted by start
+  std::optional<StreamIndex> streams;                               // per stream, what ended before an op started
   std::vector<size_t> ops_by_end;                                   // work ops sorted by end
   std::vector<uint64_t> enqueue_ns;                                 // per op: when its call returned (0 unknown)
   std::vector<StreamKind> op_stream_kind;                           // per op
@@ -94,16 +95,12 @@ class Analyzer {
     for (size_t i = 0; i < log_.ops.size(); ++i) {
       const GpuOp& op = log_.ops[i];
       if (op.kind == GpuOpKind::Sync) continue;
-      idx_.ops_by_stream[op.stream_id].push_back(i);
       idx_.ops_by_end.push_back(i);
       const int64_t c = idx_.corr->producer(i);
       if (c < 0) continue;  // work of a call we do not watch
       idx_.enqueue_ns[i] = log_.calls[static_cast<size_t>(c)].end_ns;
     }
-    for (auto& [stream, ops] : idx_.ops_by_stream) {
-      // Stable: ties keep index order, so a compacted log (a subsequence of the ops) breaks them the same way.
-      std::stable_sort(ops.begin(), ops.end(), [&](size_t a, size_t b) { return log_.ops[a].start_ns < log_.ops[b].start_ns; });
-    }
+    idx_.streams.emplace(log_.ops);
     std::stable_sort(idx_.ops_by_end.begin(), idx_.ops_by_end.end(),
               [&](size_t a, size_t b) { return log_.ops[a].end_ns < log_.ops[b].end_ns; });
   }
@@ -232,17 +229,9 @@ class Analyzer {
     return false;
   }
 
-  // The op in `stream` that ended last at or before `t` (excluding `self`), -1 if none.
-  int64_t previous_in_stream(uint32_t stream, uint64_t t, size_t self) const {
-    auto it = idx_.ops_by_stream.find(stream);
-    if (it == idx_.ops_by_stream.end()) return -1;
-    int64_t best = -1;
-    for (size_t oi : it->second) {
-      if (oi == self || log_.ops[oi].end_ns > t) continue;
-      if (best < 0 || log_.ops[oi].end_ns > log_.ops[static_cast<size_t>(best)].end_ns) best = static_cast<int64_t>(oi);
-    }
-    return best;
-  }
+  // The op in `self`'s stream that ended last at or before `self` started (the first in start order among equal
+  // ends), -1 if none.
+  int64_t previous_in_stream(size_t self) const { return idx_.streams->previous(self); }
 
   Evidence attribute(size_t ci) const {
     const ApiCall& c = log_.calls[ci];
@@ -282,7 +271,7 @@ class Analyzer {
       ev.by = ReleasedBy::OwnWork;
       // Did its own work have to wait for earlier work in the stream before it could start?
       if (op.start_ns > c.start_ns + opt_.gpu_gap_ns) {
-        int64_t prev = previous_in_stream(op.stream_id, op.start_ns, static_cast<size_t>(best));
+        int64_t prev = previous_in_stream(static_cast<size_t>(best));
         if (prev >= 0 && log_.ops[static_cast<size_t>(prev)].end_ns + opt_.gpu_gap_ns >= op.start_ns &&
             log_.ops[static_cast<size_t>(prev)].end_ns > c.start_ns) {
           ev.behind_op = prev;
@@ -349,7 +338,7 @@ class Analyzer {
   uint64_t held_back(size_t oi) const {
     const GpuOp& op = log_.ops[oi];
     uint64_t ready = idx_.enqueue_ns[oi];
-    int64_t prev = previous_in_stream(op.stream_id, op.start_ns, oi);
+    int64_t prev = previous_in_stream(oi);
     if (prev >= 0) ready = std::max(ready, log_.ops[static_cast<size_t>(prev)].end_ns);
     return op.start_ns > ready ? op.start_ns - ready : 0;
   }

@@ -2,6 +2,7 @@
 
 #include "analysis/compactor.h"  // on_legacy_stream
 #include "analysis/correlation.h"
+#include "analysis/stream_index.h"
 
 #include <algorithm>
 #include <map>
@@ -19,57 +20,6 @@ constexpr int64_t kNone = -1;
 // (stack, api name, rule, NVTX range): the range is in the key so that the report's counts per range stay exact
 // when findings are folded away (each range's first finding stays, like each site's).
 using SiteKey = std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t>;
-
-// Per stream, the analyzer's previous_in_stream (the op that ended last at or before t, the first in start order
-// among equal ends, never `self`) in O(log n) instead of a scan.
-class StreamIndex {
- public:
-  explicit StreamIndex(const std::vector<GpuOp>& ops) : ops_(ops) {
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (ops[i].kind != GpuOpKind::Sync) by_stream_[ops[i].stream_id].push_back(i);
-    }
-    for (auto& [stream, list] : by_stream_) {
-      // Start order is (start, index): the analyzer sorts by start stably. Ties on end keep start order.
-      std::sort(list.begin(), list.end(), [&](size_t a, size_t b) {
-        return std::tie(ops[a].end_ns, ops[a].start_ns, a) < std::tie(ops[b].end_ns, ops[b].start_ns, b);
-      });
-    }
-  }
-
-  int64_t previous(size_t self) const {
-    const GpuOp& op = ops_[self];
-    if (op.kind == GpuOpKind::Sync) return kNone;
-    const std::vector<size_t>& list = by_stream_.at(op.stream_id);
-    const uint64_t t = op.start_ns;
-    auto end_lt = [&](size_t oi, uint64_t v) { return ops_[oi].end_ns < v; };
-    auto p = std::upper_bound(list.begin(), list.end(), t, [&](uint64_t v, size_t oi) { return v < ops_[oi].end_ns; });
-    while (p != list.begin()) {
-      const uint64_t e = ops_[*(p - 1)].end_ns;
-      auto q = std::lower_bound(list.begin(), p, e, end_lt);  // first of the group with the largest end <= t
-      for (auto it = q; it != p; ++it) {
-        if (*it != self) return static_cast<int64_t>(*it);
-      }
-      p = q;  // the group was only `self`: the group before
-    }
-    return kNone;
-  }
-
-  // Per stream, the ops that ended last (all of them, for ties); untimed work (start 0) is nobody's previous.
-  std::vector<size_t> last_to_end() const {
-    std::vector<size_t> out;
-    for (const auto& [stream, list] : by_stream_) {
-      const uint64_t last = ops_[list.back()].end_ns;
-      for (auto it = list.rbegin(); it != list.rend() && ops_[*it].end_ns == last; ++it) {
-        if (ops_[*it].start_ns != 0) out.push_back(*it);
-      }
-    }
-    return out;
-  }
-
- private:
-  const std::vector<GpuOp>& ops_;
-  std::unordered_map<uint32_t, std::vector<size_t>> by_stream_;
-};
 
 // When a call's stream work had all ended, as the calls after it show: the work of a call enqueued behind it in
 // the same stream started only then (stream order), and a stream or device synchronize begun after it returned

@@ -36,6 +36,7 @@ void AwaitedRecords::add_calls(const std::vector<ApiCall>& calls) {
       continue;
     }
     const uint64_t key = c.correlation_id;
+    forget(key);  // the same id again (ids wrap at 2^32): the older call's entry goes, with what points at it
     Awaited& slot = calls_[key] = a;
     if (a.driver_id != 0) driver_[a.driver_id] = key;
     if (early != early_.end()) {
@@ -50,11 +51,7 @@ void AwaitedRecords::record(uint64_t key, Awaited& a, uint32_t stream, uint64_t 
   a.has_record = true;
   // Untimed (start 0: cupti/activity.cpp) says nothing of when, nor which work started first.
   if (start_ns == 0 || start_ns >= a.first_start_ns) return;
-  if (a.first_start_ns != UINT64_MAX) {
-    auto old = several_.find(a.stream);
-    old->second.erase(key);
-    if (old->second.empty()) several_.erase(old);
-  }
+  if (a.first_start_ns != UINT64_MAX) unlist(key, a.stream);
   a.first_start_ns = start_ns;
   a.stream = stream;
   several_[stream].insert(key);
@@ -65,12 +62,15 @@ void AwaitedRecords::forget(uint64_t key) {
   if (it == calls_.end()) return;
   const Awaited& a = it->second;
   if (a.driver_id != 0) driver_.erase(a.driver_id);
-  if (a.several && a.first_start_ns != UINT64_MAX) {
-    auto s = several_.find(a.stream);
-    s->second.erase(key);
-    if (s->second.empty()) several_.erase(s);
-  }
+  if (a.several && a.first_start_ns != UINT64_MAX) unlist(key, a.stream);
   calls_.erase(it);
+}
+
+void AwaitedRecords::unlist(uint64_t key, uint32_t stream) {
+  auto s = several_.find(stream);
+  if (s == several_.end()) return;
+  s->second.erase(key);
+  if (s->second.empty()) several_.erase(s);
 }
 
 void AwaitedRecords::add_records(const std::vector<GpuOp>& ops) {
@@ -111,7 +111,8 @@ uint64_t AwaitedRecords::before(uint64_t flushed_ns, uint64_t forced_ns) {
       s = after_.erase(s);
       continue;
     }
-    uint64_t& done = done_by_[s->first];
+    const uint32_t stream = s->first;
+    uint64_t& done = done_by_[stream];
     std::erase_if(s->second, [&](const std::pair<uint64_t, uint64_t>& r) {
       if (r.first >= forced_ns) return false;  // may have ended after work still to come
       done = std::max(done, r.second);
@@ -120,10 +121,17 @@ uint64_t AwaitedRecords::before(uint64_t flushed_ns, uint64_t forced_ns) {
     // Enqueued behind it by a call made after it returned, and ended before a forced flush.
     std::vector<uint64_t> ended;
     for (uint64_t key : waiting->second) {
-      if (done > calls_.at(key).end_ns) ended.push_back(key);
+      auto c = calls_.find(key);
+      if (c == calls_.end() || done > c->second.end_ns) ended.push_back(key);
     }
     ++s;  // forget() may erase this stream from several_, never from after_
-    for (uint64_t key : ended) forget(key);
+    for (uint64_t key : ended) {
+      if (calls_.contains(key)) {
+        forget(key);
+      } else {
+        unlist(key, stream);
+      }
+    }
   }
   uint64_t oldest = flushed_ns;
   std::vector<uint64_t> overdue;

@@ -80,6 +80,7 @@ class AwaitedRecords {
   };
   void record(uint64_t key, Awaited& a, uint32_t stream, uint64_t start_ns);
   void forget(uint64_t key);
+  void unlist(uint64_t key, uint32_t stream);  // from several_
 
   std::unordered_map<uint64_t, Awaited> calls_;   // by the call's correlation id
   std::unordered_map<uint64_t, uint64_t> driver_;  // nested driver call's id -> the call's correlation id

@@ -158,5 +158,23 @@ TEST(AwaitedRecords, WhatWaitsForAForcedFlushIsOnlyOfStreamsWithSuchACallAwaited
   EXPECT_EQ(w.tracked_records(), 0u);
 }
 
+// Correlation ids wrap at 2^32: a call may come with the id of one still awaited. The older entry goes with what
+// points at it (here a graph launch listed under its stream), and nothing is left behind for a later round to trip
+// on (it runs on our thread inside the program: an exception there would end the program).
+TEST(AwaitedRecords, AnIdSeenAgainReplacesTheOlderCallCleanly) {
+  AwaitedRecords w;
+  w.add_calls({call(ApiKind::GraphLaunch, 70, 100 * kUs)});
+  w.add_records({record(70, 110 * kUs, 120 * kUs, 7)});
+  w.add_calls({call(ApiKind::KernelLaunch, 70, 5 * kMs)});
+  EXPECT_EQ(w.awaited(), 1u);
+  w.add_calls({call(ApiKind::KernelLaunch, 71, 6 * kMs)});
+  w.add_records({record(71, 6 * kMs + 10 * kUs, 6 * kMs + 20 * kUs, 7)});  // work in stream 7 again
+  EXPECT_EQ(w.tracked_records(), 0u) << "no graph is awaited in stream 7 any more";
+  EXPECT_EQ(w.before(7 * kMs, 0), 5 * kMs) << "the launch that took id 70 waits for its own record";
+  w.add_records({record(70, 5 * kMs + 10 * kUs, 5 * kMs + 20 * kUs, 7)});
+  EXPECT_EQ(w.before(8 * kMs, 0), 8 * kMs);
+  EXPECT_EQ(w.awaited(), 0u);
+}
+
 }  // namespace
 }  // namespace asynccheck

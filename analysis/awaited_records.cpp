@@ -48,7 +48,6 @@ void AwaitedRecords::add_calls(const std::vector<ApiCall>& calls) {
 }
 
 void AwaitedRecords::record(uint64_t key, Awaited& a, uint32_t stream, uint64_t start_ns) {
-  a.has_record = true;
   // Untimed (start 0: cupti/activity.cpp) says nothing of when, nor which work started first.
   if (start_ns == 0 || start_ns >= a.first_start_ns) return;
   if (a.first_start_ns != UINT64_MAX) unlist(key, a.stream);

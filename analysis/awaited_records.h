@@ -69,7 +69,6 @@ class AwaitedRecords {
     uint64_t start_ns = 0, end_ns = 0;
     uint64_t driver_id = 0;
     bool several = false;     // gets_several_records
-    bool has_record = false;  // several: one of its records came
     uint32_t stream = 0;      // several, with a timed record: the stream of its work that started first
     uint64_t first_start_ns = UINT64_MAX;
   };

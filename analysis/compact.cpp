@@ -23,7 +23,7 @@ using SiteKey = std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t>;
 
 // When a call's stream work had all ended, as the calls after it show: the work of a call enqueued behind it in
 // the same stream started only then (stream order), and a stream or device synchronize begun after it returned
-// only then (its synchronization record's end). For graph launches (compact(), below).
+// only then (its synchronization record's end). For graph launches and batch copies (compact(), below).
 class StreamDrains {
  public:
   StreamDrains(const EventLog& log, const CorrelationIndex& corr,
@@ -107,7 +107,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
 
   // Judged calls: unsettled ones, and the first samples_per_site findings of each key.
   std::vector<char> judged(n, 0), keep_call(n, 0);
-  std::optional<StreamDrains> drains;  // only for graph launches: most logs have none
+  std::optional<StreamDrains> drains;  // only for graph launches and batch copies: most logs have none
   std::vector<char> waiting(n, 0);
   // When the first call in a blocking stream still waiting for a record of its work returned.
   uint64_t oldest_waiting_end = UINT64_MAX;

@@ -53,6 +53,7 @@ struct Index {
   std::vector<size_t> ops_by_end;                                   // work ops sorted by end
   std::vector<uint64_t> enqueue_ns;                                 // per op: when its call returned (0 unknown)
   std::vector<StreamKind> op_stream_kind;                           // per op
+  std::vector<size_t> untimed;                                      // work ops without timestamps
 };
 
 class Analyzer {
@@ -71,6 +72,7 @@ class Analyzer {
       out_.predicted.push_back(rules::predict(out_.described[i]));
     }
     index_op_streams();
+    find_running_work();
     for (size_t i = 0; i < log_.calls.size(); ++i) {
       if (log_.calls[i].context_only) continue;
       if (out_.described[i].captured) {
@@ -96,6 +98,7 @@ class Analyzer {
       const GpuOp& op = log_.ops[i];
       if (op.kind == GpuOpKind::Sync) continue;
       idx_.ops_by_end.push_back(i);
+      if (op.start_ns == 0) idx_.untimed.push_back(i);
       const int64_t c = idx_.corr->producer(i);
       if (c < 0) continue;  // work of a call we do not watch
       idx_.enqueue_ns[i] = log_.calls[static_cast<size_t>(c)].end_ns;
@@ -120,8 +123,10 @@ class Analyzer {
   void describe_calls() {
     std::unordered_map<uint64_t, StreamKind> streams;
     std::unordered_map<uint64_t, rules::WaitMode> events;
+    std::unordered_map<uint64_t, size_t> recorded;  // event -> its last cudaEventRecord
     std::unordered_set<uint64_t> stream_ordered, launched;
     CaptureTracker capture;
+    event_record_.assign(log_.calls.size(), -1);
     for (const ApiCall& c : log_.calls) {
       rules::CallDescription d = c.call;
       d.env = log_.run.env;
@@ -139,8 +144,13 @@ class Analyzer {
         case ApiKind::EventSynchronize: {
           auto it = events.find(c.handle);
           if (it != events.end()) d.wait_mode = it->second;
+          auto r = recorded.find(c.handle);
+          if (r != recorded.end()) event_record_[static_cast<size_t>(&c - log_.calls.data())] = static_cast<int64_t>(r->second);
           break;
         }
+        case ApiKind::EventRecord:
+          if (c.result == 0) recorded[c.handle] = static_cast<size_t>(&c - log_.calls.data());
+          break;
         case ApiKind::StreamOrderedAlloc: stream_ordered.insert(c.handle); break;
         case ApiKind::StreamOrderedFree: stream_ordered.erase(c.handle); break;
         case ApiKind::Free:
@@ -233,40 +243,161 @@ class Analyzer {
   // ends), -1 if none.
   int64_t previous_in_stream(size_t self) const { return idx_.streams->previous(self); }
 
-  Evidence attribute(size_t ci) const {
+  // What call `ci` can wait for (analyze.h: WaitScope), from its documented behaviour.
+  struct Scope {
+    WaitScope kind = WaitScope::Device;
+    size_t anchor = 0;          // the call whose stream it is: itself, or the last record of the event it waits on
+    uint64_t enqueued_by = 0;   // work enqueued after this (the anchor's call returned later) is not waited for
+    bool own_kernels = false;   // its own kernels are awaited too (CUDA_LAUNCH_BLOCKING=1)
+  };
+
+  Scope scope_of(size_t ci) const {
+    const ApiCall& c = log_.calls[ci];
+    const rules::CallDescription& d = out_.described[ci];
+    const rules::Prediction& p = out_.predicted[ci];
+    Scope s;
+    s.anchor = ci;
+    s.enqueued_by = c.start_ns;
+    switch (d.api) {
+      // A copy or memset that holds the host by rule waits for its stream (on the legacy stream, for the blocking
+      // streams too), then does its transfer; its own transfer is always awaited (below).
+      case ApiKind::Copy:
+      case ApiKind::Memset:
+        if (p.may_hold_host()) s.kind = WaitScope::Stream;
+        break;
+      case ApiKind::KernelLaunch:
+        if (p.host_rule == rules::RuleId::LaunchBlockingEnv) {
+          s.kind = WaitScope::Stream;
+          s.own_kernels = true;
+        }
+        break;  // a first launch: loading a module may synchronize the whole context
+      case ApiKind::StreamSynchronize: s.kind = WaitScope::Stream; break;
+      case ApiKind::EventSynchronize:
+        if (event_record_[ci] >= 0) {  // the stream the event was last recorded in, up to that record
+          s.kind = WaitScope::Stream;
+          s.anchor = static_cast<size_t>(event_record_[ci]);
+          s.enqueued_by = log_.calls[s.anchor].end_ns;
+        }
+        break;
+      default: break;
+    }
+    return s;
+  }
+
+  // Whether op `oi` is work that call `ci` waits for within scope `s`. `strict`: only work certainly in it (the
+  // check that the call did not wait): the anchor's own stream, not the blocking streams a legacy-stream command
+  // waits for as well, nor work of calls we do not watch.
+  bool in_scope(size_t ci, const Scope& s, size_t oi, bool strict) const {
+    const ApiCall& c = log_.calls[ci];
+    const GpuOp& op = log_.ops[oi];
+    if (is_own(op, c)) return op.kind == GpuOpKind::Memcpy || op.kind == GpuOpKind::Memset || s.own_kernels;
+    if (s.kind == WaitScope::Device) return true;
+    if (s.kind != WaitScope::Stream) return false;
+    const uint32_t own = own_stream_id(s.anchor);
+    if (own != UINT32_MAX && op.stream_id == own) return true;
+    const StreamKind kind = out_.described[s.anchor].stream;
+    const int64_t p = idx_.corr->producer(oi);
+    if (p < 0) return !strict && (own == UINT32_MAX || kind == StreamKind::LegacyDefault);
+    const auto& producer = log_.calls[static_cast<size_t>(p)];
+    const StreamKind pk = out_.described[static_cast<size_t>(p)].stream;
+    if (kind == StreamKind::LegacyDefault && !strict && blocking_kind(pk)) return true;
+    if (pk != kind) return false;
+    if (kind == StreamKind::LegacyDefault) return true;
+    if (kind == StreamKind::PerThreadDefault) return producer.thread == log_.calls[s.anchor].thread;
+    return producer.stream == log_.calls[s.anchor].stream;
+  }
+
+  // Per call, work in its scope that was enqueued before it began, in flight then, and still running when it
+  // returned (Evidence::running_op): a call that waits for its whole scope cannot return before that work ends,
+  // so it did not wait. Only for calls a rule says wait (a call no rule describes may wait for part of its scope: a
+  // launch on a full queue waits for one slot). One sweep over the calls by start.
+  void find_running_work() {
+    running_.assign(log_.calls.size(), -1);
+    std::vector<size_t> by_enqueue;
+    for (size_t i = 0; i < log_.ops.size(); ++i) {
+      if (log_.ops[i].kind != GpuOpKind::Sync && idx_.enqueue_ns[i] != 0) by_enqueue.push_back(i);
+    }
+    std::stable_sort(by_enqueue.begin(), by_enqueue.end(),
+                     [&](size_t a, size_t b) { return idx_.enqueue_ns[a] < idx_.enqueue_ns[b]; });
+    std::vector<size_t> order(log_.calls.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return log_.calls[a].start_ns < log_.calls[b].start_ns; });
+    std::unordered_map<uint32_t, size_t> latest;  // per stream: of the work enqueued so far, the op that ends last
+    size_t next = 0;
+    for (size_t ci : order) {
+      const ApiCall& c = log_.calls[ci];
+      for (; next < by_enqueue.size() && idx_.enqueue_ns[by_enqueue[next]] <= c.start_ns; ++next) {
+        const size_t oi = by_enqueue[next];
+        auto [it, fresh] = latest.try_emplace(log_.ops[oi].stream_id, oi);
+        if (!fresh && log_.ops[oi].end_ns > log_.ops[it->second].end_ns) it->second = oi;
+      }
+      if (!out_.predicted[ci].may_hold_host() || c.end_ns - c.start_ns < opt_.threshold_ns) continue;
+      const Scope s = scope_of(ci);
+      if (s.kind == WaitScope::None) continue;
+      for (const auto& [stream, oi] : latest) {
+        const GpuOp& op = log_.ops[oi];
+        if (op.start_ns == 0 || op.end_ns <= c.end_ns + opt_.release_window_ns) continue;
+        if (idx_.enqueue_ns[oi] > s.enqueued_by || !in_scope(ci, s, oi, /*strict=*/true)) continue;
+        if (running_[ci] < 0 || op.end_ns > log_.ops[static_cast<size_t>(running_[ci])].end_ns) {
+          running_[ci] = static_cast<int64_t>(oi);
+        }
+      }
+    }
+  }
+
+  // What the call waited for: the last GPU operation in its scope that ended while it held the host (its own copy
+  // may end a little after it returned: release_window_ns), enqueued before the call began. The time up to that
+  // end is waited, the rest is the call's own cost. No window around the return decides it: a call that waits and
+  // then works (cudaFree unmapping after the device went idle) names the work it waited for.
+  Evidence attribute(size_t ci, uint64_t& waited) const {
     const ApiCall& c = log_.calls[ci];
     Evidence ev;
+    waited = 0;
     if (mark_within(MarkKind::ContextCreated, c)) {
       ev.by = ReleasedBy::ContextCreation;
       return ev;
     }
-    // What released the call: its own work if that ended while the call held the host (the documented reason,
-    // even when the driver needed a while after the DMA, e.g. to copy the last staged chunk to pageable memory);
-    // otherwise the GPU work whose end is closest to the call's return, within the release window.
-    const uint64_t lo = c.start_ns, hi = c.end_ns + opt_.release_window_ns;
-    auto first = std::lower_bound(idx_.ops_by_end.begin(), idx_.ops_by_end.end(), lo,
-                                  [&](size_t oi, uint64_t t) { return log_.ops[oi].end_ns < t; });
-    int64_t best = -1, own_best = -1;
-    uint64_t best_dist = UINT64_MAX;
+    const Scope s = scope_of(ci);
+    ev.scope = s.kind;
+    ev.running_op = running_[ci];
+    const bool waited_for_scope = ev.running_op < 0;  // else only its own transfer can have held it
+    const uint64_t hi = c.end_ns + opt_.release_window_ns;
+    auto first = std::upper_bound(idx_.ops_by_end.begin(), idx_.ops_by_end.end(), c.start_ns,
+                                  [&](uint64_t t, size_t oi) { return t < log_.ops[oi].end_ns; });
+    int64_t best = -1;
     for (auto it = first; it != idx_.ops_by_end.end() && log_.ops[*it].end_ns <= hi; ++it) {
-      const GpuOp& op = log_.ops[*it];
-      if (is_own(op, c)) own_best = static_cast<int64_t>(*it);  // ops_by_end is sorted: the last one wins
-      const uint64_t dist = op.end_ns > c.end_ns ? op.end_ns - c.end_ns : c.end_ns - op.end_ns;
-      if (dist < best_dist) {
-        best = static_cast<int64_t>(*it);
-        best_dist = dist;
+      const size_t oi = *it;
+      const GpuOp& op = log_.ops[oi];
+      if (op.start_ns == 0) continue;  // untimed work proves nothing
+      if (best >= 0 && op.end_ns == log_.ops[static_cast<size_t>(best)].end_ns) continue;  // ties: the first
+      const bool own = is_own(op, c);
+      if (own) {
+        if (!in_scope(ci, s, oi, false)) continue;
+      } else {
+        if (!waited_for_scope || s.kind == WaitScope::None || op.end_ns > c.end_ns + opt_.gpu_gap_ns) continue;
+        if (idx_.enqueue_ns[oi] > s.enqueued_by || !in_scope(ci, s, oi, false)) continue;
+      }
+      best = static_cast<int64_t>(oi);
+    }
+    if (best < 0 && waited_for_scope && out_.predicted[ci].may_hold_host()) {
+      for (size_t oi : idx_.untimed) {
+        if (idx_.enqueue_ns[oi] <= s.enqueued_by && !is_own(log_.ops[oi], c) && in_scope(ci, s, oi, false)) {
+          ev.by = ReleasedBy::UntimedWork;
+          waited = c.end_ns - c.start_ns;
+          return ev;
+        }
       }
     }
-    if (own_best >= 0) {
-      best = own_best;
-    } else if (best < 0 || best_dist > opt_.release_window_ns) {
+    if (best < 0) {
       ev.by = mark_within(MarkKind::ModuleLoaded, c) ? ReleasedBy::ModuleLoad : ReleasedBy::NothingOnGpu;
       return ev;
     }
     const GpuOp& op = log_.ops[static_cast<size_t>(best)];
     ev.op = best;
     ev.gap_ns = static_cast<int64_t>(c.end_ns) - static_cast<int64_t>(op.end_ns);
-    const uint32_t own = own_stream_id(ci);
+    waited = std::min(op.end_ns, c.end_ns) - c.start_ns;
+    const uint32_t own = own_stream_id(s.anchor);
     if (is_own(op, c)) {
       ev.by = ReleasedBy::OwnWork;
       // Did its own work have to wait for earlier work in the stream before it could start?
@@ -277,9 +408,10 @@ class Analyzer {
           ev.behind_op = prev;
         }
       }
-    } else if (own != UINT32_MAX && op.stream_id == own) {
+    } else if (s.kind == WaitScope::Stream &&
+               ((own != UINT32_MAX && op.stream_id == own) || in_scope(ci, s, static_cast<size_t>(best), true))) {
       ev.by = ReleasedBy::EarlierWorkSameStream;
-    } else if (own == UINT32_MAX && same_stream_by_handle(c, op)) {
+    } else if (s.kind == WaitScope::Device && own_stream_id(ci) != UINT32_MAX && op.stream_id == own_stream_id(ci)) {
       ev.by = ReleasedBy::EarlierWorkSameStream;
     } else {
       ev.by = ReleasedBy::OtherStreamWork;
@@ -287,46 +419,66 @@ class Analyzer {
     return ev;
   }
 
-  // For calls without GPU work of their own (stream synchronize), match the op's stream through any other call
-  // that enqueued work with the same stream handle.
-  bool same_stream_by_handle(const ApiCall& c, const GpuOp& op) const {
-    const int64_t p = idx_.corr->call_of(op.correlation_id);
-    if (p < 0) return false;
-    const ApiCall& producer = log_.calls[static_cast<size_t>(p)];
-    return producer.stream == c.stream &&
-           out_.described[static_cast<size_t>(p)].stream == out_.described[&c - log_.calls.data()].stream;
+  static rules::RuleId cost_rule(ApiKind api, ReleasedBy by) {
+    if (by == ReleasedBy::ModuleLoad) return rules::RuleId::CostModuleLoad;
+    switch (api) {
+      case ApiKind::DeviceAlloc:
+      case ApiKind::PinnedAlloc:
+      case ApiKind::HostRegister:
+      case ApiKind::HostUnregister:
+      case ApiKind::ManagedAlloc:
+      case ApiKind::Free:
+      case ApiKind::FreeHost: return rules::RuleId::CostAllocation;
+      default: return rules::RuleId::CostCall;
+    }
   }
 
+  // A call that waited for GPU work at least threshold_ns is a sync finding, under the rule that predicts the
+  // wait, or undocumented-block when none does. A call that waited less but spent cost_threshold_ns of its own is
+  // a cost finding (level note): never under a synchronization title. A documented wait under the threshold is
+  // kept as a below-threshold finding, for sites whose waits add up.
   void judge_host(size_t ci) {
     const ApiCall& c = log_.calls[ci];
     const rules::Prediction& p = out_.predicted[ci];
     const uint64_t held = c.end_ns - c.start_ns;
     const bool documented = p.may_hold_host();
-    if (held < opt_.threshold_ns) {
-      if (documented) ++out_.not_observed[p.host_rule];
-      return;
-    }
+    if (held < opt_.threshold_ns && !documented) return;  // it cannot have waited past the threshold
     Finding f;
     f.call = ci;
     f.held_ns = held;
     f.predicted = p.host_rule;
-    f.evidence = attribute(ci);
+    f.evidence = attribute(ci, f.waited_ns);
+    f.own_ns = held - f.waited_ns;
     if (f.evidence.by == ReleasedBy::ContextCreation) {
       out_.context_creation_ns += held;  // the first call of the process pays for the context: not a sync issue
       if (documented) ++out_.not_observed[p.host_rule];
       return;
     }
-    if (documented) {
-      f.verdict = Verdict::DocumentedObserved;
-      f.rule = p.host_rule;
-    } else if (c.call.api == ApiKind::KernelLaunch && f.evidence.by == ReleasedBy::ModuleLoad) {
-      f.verdict = Verdict::DocumentedObserved;  // lazy loading of a function we had seen launched through another path
-      f.rule = rules::RuleId::FirstLaunchLazyLoading;
-    } else if (f.evidence.by == ReleasedBy::NothingOnGpu && held < opt_.own_cost_threshold_ns) {
-      return;  // a slow call, not a wait: see AnalysisOptions::own_cost_threshold_ns
+    if (f.waited_ns >= opt_.threshold_ns) {
+      if (documented) {
+        f.verdict = Verdict::DocumentedObserved;
+        f.rule = p.host_rule;
+      } else if (c.call.api == ApiKind::KernelLaunch && mark_within(MarkKind::ModuleLoaded, c)) {
+        f.verdict = Verdict::DocumentedObserved;  // lazy loading of a function we had seen launched through another path
+        f.rule = rules::RuleId::FirstLaunchLazyLoading;
+      } else {
+        f.verdict = Verdict::ObservedUndocumented;
+        f.rule = rules::RuleId::UndocumentedBlock;
+      }
     } else {
-      f.verdict = Verdict::ObservedUndocumented;
-      f.rule = rules::RuleId::UndocumentedBlock;
+      if (documented) ++out_.not_observed[p.host_rule];  // it did not wait as the rule says it may
+      if (f.own_ns >= opt_.cost_threshold_ns) {
+        f.verdict = Verdict::OwnCost;
+        f.rule = cost_rule(c.call.api, f.evidence.by == ReleasedBy::ModuleLoad || mark_within(MarkKind::ModuleLoaded, c)
+                                           ? ReleasedBy::ModuleLoad
+                                           : f.evidence.by);
+      } else if (documented && f.waited_ns > 0) {
+        f.verdict = Verdict::DocumentedObserved;
+        f.rule = p.host_rule;
+        f.below_threshold = true;
+      } else {
+        return;
+      }
     }
     f.level = rules::rule(f.rule).level;
     auto dis = disagreements_.find(c.correlation_id);
@@ -403,6 +555,8 @@ class Analyzer {
   Index idx_;
   Analysis out_;
   std::unordered_map<uint64_t, std::string> disagreements_;
+  std::vector<int64_t> event_record_;  // per call: an event synchronize's event's last record before it, or -1
+  std::vector<int64_t> running_;       // per call: find_running_work()
 };
 
 }  // namespace
@@ -423,6 +577,7 @@ std::string_view released_by_text(ReleasedBy r) {
     case ReleasedBy::ModuleLoad: return "loading of a kernel module";
     case ReleasedBy::ContextCreation: return "CUDA context creation";
     case ReleasedBy::NothingOnGpu: return "nothing on the GPU (the call's own cost)";
+    case ReleasedBy::UntimedWork: return "GPU work without timestamps";
   }
   return "unknown";
 }
@@ -432,6 +587,7 @@ std::string_view verdict_text(Verdict v) {
     case Verdict::DocumentedObserved: return "documented-and-observed";
     case Verdict::DocumentedNotObserved: return "documented-but-not-observed";
     case Verdict::ObservedUndocumented: return "observed-but-undocumented";
+    case Verdict::OwnCost: return "own-cost";
   }
   return "unknown";
 }

@@ -13,40 +13,58 @@
 namespace asynccheck {
 
 struct AnalysisOptions {
-  // A call that held the host at least this long is "observed blocking". 100 us is ~20-50x the host cost of a
-  // launch or an async copy on current GPUs (2-5 us), so ordinary calls never reach it, while any real wait for
-  // GPU work (a copy of a few hundred KB, a short kernel) does.
+  // A call that waited at least this long for GPU work is reported under its rule (a sync finding). 100 us is
+  // ~20-50x the host cost of a launch or an async copy on current GPUs (2-5 us), so ordinary calls never reach it,
+  // while any real wait for GPU work (a copy of a few hundred KB, a short kernel) does.
   uint64_t threshold_ns = 100'000;
-  // A GPU operation that ended at most this long before (or after: clocks are read at different points) the call
-  // returned is what released it. The driver notices completion within a few microseconds.
+  // A call's own work that ended at most this long after it returned still released it: a staged pageable copy
+  // returns once its last chunk is staged, while the DMA of that chunk ends a few microseconds later.
   uint64_t release_window_ns = 50'000;
   // Back-to-back GPU work in one stream starts within a few microseconds of its predecessor; a larger gap after
-  // work in another stream ended means the stream was held back by it.
+  // work in another stream ended means the stream was held back by it. Also the skew allowed between a GPU
+  // operation's end and the return of a call that waited for it.
   uint64_t gpu_gap_ns = 20'000;
-  // A call no rule predicts to hold the host, which held it without any GPU work ending near its return (its own
-  // cost: allocator bookkeeping, unmapping, driver locks), is reported from this long, not from threshold_ns: it
-  // waited for nothing, and calls like cudaFree of a cudaMallocAsync pointer or cudaStreamCreate cost 50-300 us of
-  // their own (measured on an H200: 60-88 us over 12 runs, once above 100 us in 20). Holds that GPU work explains
-  // are reported from threshold_ns as always, and so are rules' documented holds.
-  uint64_t own_cost_threshold_ns = 1'000'000;
+  // Host time a call spent on its own (waiting for no GPU work: allocation, pinning, module loading, driver locks)
+  // is reported from this long, at level note (cost-* rules), never under a synchronization title. Measured on an
+  // H100 and an H200: a 256 MiB cudaMalloc takes 100-350 us, the first launch of a kernel 120-500 us to load its
+  // module, cudaStreamCreate or cudaFree of a cudaMallocAsync pointer 50-300 us: all of it set-up that a developer
+  // cannot act on at 100 us, while a call that costs a millisecond a time in a loop is worth a look.
+  uint64_t cost_threshold_ns = 1'000'000;
 };
 
-enum class Verdict : uint8_t { DocumentedObserved, DocumentedNotObserved, ObservedUndocumented };
+// DocumentedObserved: the host waited for GPU work, as a rule says it may. ObservedUndocumented: it waited, and no
+// rule says it should. OwnCost: the call spent host time of its own, waiting for nothing (cost-* rules).
+enum class Verdict : uint8_t { DocumentedObserved, DocumentedNotObserved, ObservedUndocumented, OwnCost };
 
+// What a call can wait for, from its documented behaviour (the GPU work a finding's "waited" time is measured
+// against): nothing, the work of its own stream (a stream or event synchronize, a copy that waits for its stream;
+// on the legacy default stream, every blocking stream), or the whole device (device synchronize, cudaFree, module
+// loading, and any call no rule describes).
+enum class WaitScope : uint8_t { None, Stream, Device };
+
+// What the host waited for: the last GPU operation in the call's scope that ended while it held the host. Or, for
+// a call that waited for nothing, what its own cost was.
 enum class ReleasedBy : uint8_t {
-  OwnWork,                // the call's own copy/memset/kernel finished
+  OwnWork,                // the call's own copy or memset (a synchronous transfer, a staged pageable copy)
   EarlierWorkSameStream,  // earlier work in the call's stream
   OtherStreamWork,        // work in another stream (device-wide wait, legacy stream)
-  ModuleLoad,             // a kernel module was loaded during the call (lazy loading)
+  ModuleLoad,             // waited for nothing; a kernel module was loaded during the call (lazy loading)
   ContextCreation,        // the CUDA context was created during the call (first call of the process)
-  NothingOnGpu,           // no GPU work ended near the call's return: the call's own cost
+  NothingOnGpu,           // waited for nothing: the call's own cost
+  // Work in its scope came without timestamps (CUPTI's device buffers ran out: cupti/activity.cpp): what it waited
+  // for cannot be measured, so a call a rule says waits counts all its time as waited, naming no work.
+  UntimedWork,
 };
 
 struct Evidence {
   ReleasedBy by = ReleasedBy::NothingOnGpu;
-  int64_t op = -1;          // index into EventLog::ops of the releasing (or delaying) GPU work, -1 if none
+  int64_t op = -1;          // index into EventLog::ops of the last awaited (or, GPU-side, delayed) work, -1 if none
   int64_t gap_ns = 0;       // how long after that op ended the call returned (negative: before)
   int64_t behind_op = -1;   // for own work: the op in the same stream it had to wait for, -1 if none
+  // Work in the call's scope that was in flight when it began and still running when it returned: proof that it
+  // did not wait for its scope (a rule said it may; it did not). -1 if none.
+  int64_t running_op = -1;
+  WaitScope scope = WaitScope::None;  // what the call could wait for
 };
 
 struct Finding {
@@ -55,8 +73,13 @@ struct Finding {
   rules::RuleId predicted = rules::RuleId::UndocumentedBlock;  // the engine's host prediction for the call
   Verdict verdict = Verdict::DocumentedObserved;
   rules::Level level = rules::Level::Warning;
-  uint64_t held_ns = 0;       // host time spent in the call
+  uint64_t held_ns = 0;       // host time spent in the call: waited_ns + own_ns
+  uint64_t waited_ns = 0;     // from its start until the last awaited GPU work ended (at most held_ns)
+  uint64_t own_ns = 0;        // the rest: the call's own cost
   uint64_t gpu_delay_ns = 0;  // GPU-side findings: how long other work was held back
+  // A documented wait shorter than the threshold: reported only where a site's waits add up (the report's
+  // site_threshold), e.g. a synchronize every step of a loop.
+  bool below_threshold = false;
   Evidence evidence;
   std::string note;           // disagreements between our prediction and the activity records, etc.
 };

@@ -19,7 +19,7 @@ using rules::ApiKind;
 constexpr int64_t kNone = -1;
 // (stack, api name, rule, NVTX range): the range is in the key so that the report's counts per range stay exact
 // when findings are folded away (each range's first finding stays, like each site's).
-using SiteKey = std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t>;
+using SiteKey = std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t, bool>;  // bool: below the threshold
 
 // When a call's stream work had all ended, as the calls after it show: the work of a call enqueued behind it in
 // the same stream started only then (stream order), and a stream or device synchronize begun after it returned
@@ -86,9 +86,12 @@ bool same_finding(const Finding& a, const Finding& b, const std::vector<int64_t>
   auto op = [&](int64_t oi) { return oi < 0 ? kNone : op_map[static_cast<size_t>(oi)]; };
   return call_map[a.call] == static_cast<int64_t>(b.call) && a.rule == b.rule && a.predicted == b.predicted &&
          a.verdict == b.verdict && a.level == b.level && a.held_ns == b.held_ns && a.gpu_delay_ns == b.gpu_delay_ns &&
-         a.evidence.by == b.evidence.by && a.evidence.gap_ns == b.evidence.gap_ns &&
+         a.waited_ns == b.waited_ns && a.own_ns == b.own_ns && a.below_threshold == b.below_threshold &&
+         a.evidence.by == b.evidence.by && a.evidence.scope == b.evidence.scope && a.evidence.gap_ns == b.evidence.gap_ns &&
          op(a.evidence.op) == b.evidence.op && op(a.evidence.behind_op) == b.evidence.behind_op &&
+         op(a.evidence.running_op) == b.evidence.running_op &&
          (a.evidence.op < 0 || op(a.evidence.op) >= 0) && (a.evidence.behind_op < 0 || op(a.evidence.behind_op) >= 0) &&
+         (a.evidence.running_op < 0 || op(a.evidence.running_op) >= 0) &&
          a.note == b.note;
 }
 
@@ -163,7 +166,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   std::map<SiteKey, size_t> kept_samples;
   auto key_of = [&](const Finding& f) {
     const ApiCall& c = log.calls[f.call];
-    return SiteKey{c.stack, c.name, f.rule, c.nvtx_range};
+    return SiteKey{c.stack, c.name, f.rule, c.nvtx_range, f.below_threshold};
   };
   for (const Finding& f : a.findings) {
     size_t& kept = kept_samples[key_of(f)];
@@ -178,6 +181,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   // Calls whose state later descriptions read (describe_calls in analyze.cpp).
   for (size_t i : a.capture_state_calls) keep_call[i] = 1;  // capture begin/end, joins, events of a capture
   std::unordered_map<uint64_t, size_t> open_alloc;  // stream-ordered pointer -> the allocation that made it
+  std::unordered_map<uint64_t, size_t> last_record;  // event -> its last cudaEventRecord
   for (size_t i = 0; i < n; ++i) {
     const ApiCall& c = log.calls[i];
     const rules::CallDescription& d = a.described[i];
@@ -185,6 +189,11 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
       case ApiKind::StreamCreate:
       case ApiKind::StreamDestroy:
       case ApiKind::EventCreate: keep_call[i] = 1; break;
+      case ApiKind::EventRecord: {  // the last record of an event: an event synchronize waits for its stream
+        auto [it, fresh] = last_record.try_emplace(c.handle, i);
+        if (!fresh) it->second = i;
+        break;
+      }
       case ApiKind::KernelLaunch:
         if (d.first_launch) keep_call[i] = 1;
         break;
@@ -217,6 +226,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
       default: break;
     }
   }
+  for (const auto& [event, i] : last_record) keep_call[i] = 1;
 
   // GPU operations a judged call (or a call still to come) reads.
   std::vector<char> keep_op(m, 0);
@@ -258,21 +268,27 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     const ApiCall& c = log.calls[i];
     judged_starts.push_back(c.start_ns);
     for (size_t oi : corr.ops_of(i)) keep_with_previous(oi);
-    // attribute(): its own ops (above), else of the ops ending while it held the host or within the release window
-    // after, the one whose end is closest to its return: the last to end before it and the first after it (every
-    // op of each of those two ends, for ties). Not all of them: a synchronize that waited 100 ms behind a busy GPU
-    // would keep a thousand ops and their calls.
-    const uint64_t hi = c.end_ns + ao.release_window_ns;
-    const auto by_end_lt = [&](size_t oi, uint64_t t) { return log.ops[oi].end_ns < t; };
-    const auto returned = std::upper_bound(by_end.begin(), by_end.end(), c.end_ns,
-                                           [&](uint64_t t, size_t oi) { return t < log.ops[oi].end_ns; });
-    if (returned != by_end.begin() && log.ops[*(returned - 1)].end_ns >= c.start_ns) {
-      const uint64_t e = log.ops[*(returned - 1)].end_ns;
-      for (auto it = std::lower_bound(by_end.begin(), returned, e, by_end_lt); it != returned; ++it) keep_with_previous(*it);
-    }
-    if (returned != by_end.end() && log.ops[*returned].end_ns <= hi) {
-      const uint64_t e = log.ops[*returned].end_ns;
-      for (auto it = returned; it != by_end.end() && log.ops[*it].end_ns == e; ++it) keep_with_previous(*it);
+    // attribute(): its own ops (above), and per stream the last op to end while it held the host (or within the
+    // skew allowed after its return, gpu_gap_ns) of the work enqueued before it began or by calls we do not watch: its scope is a set of
+    // streams, so what it waited for is one of these. Not all of them: a synchronize that waited 100 ms behind a busy
+    // GPU would keep a thousand ops and their calls. The work still running when it returned (running_op) is kept
+    // below, with blocking_streams_pending's.
+    {
+      const uint64_t hi = c.end_ns + ao.gpu_gap_ns;
+      auto it = std::upper_bound(by_end.begin(), by_end.end(), c.start_ns,
+                                 [&](uint64_t t, size_t oi) { return t < log.ops[oi].end_ns; });
+      std::unordered_map<uint32_t, uint64_t> last_end;  // per stream
+      std::vector<size_t> window;
+      for (; it != by_end.end() && log.ops[*it].end_ns <= hi; ++it) {
+        const int64_t p = corr.producer(*it);
+        if (p >= 0 && log.calls[static_cast<size_t>(p)].end_ns > c.start_ns) continue;
+        window.push_back(*it);
+        uint64_t& e = last_end[log.ops[*it].stream_id];
+        e = std::max(e, log.ops[*it].end_ns);
+      }
+      for (size_t oi : window) {
+        if (log.ops[oi].end_ns == last_end[log.ops[oi].stream_id]) keep_with_previous(oi);
+      }
     }
     // judge_legacy_stream(): around its first own work op.
     if (a.predicted[i].gpu != rules::GpuEffect::SerializesWithBlockingStreams) continue;
@@ -359,7 +375,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   std::map<SiteKey, size_t> site_index;
   for (size_t k = 0; k < carried.findings.size(); ++k) {
     const CarriedSite& s = carried.findings[k];
-    site_index[{s.stack, s.name, s.rule, s.nvtx_range}] = k;
+    site_index[{s.stack, s.name, s.rule, s.nvtx_range, s.below > 0}] = k;
   }
   for (const Finding& f : a.findings) {
     if (judged[f.call]) {
@@ -375,6 +391,9 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     const uint64_t t = f.rule == rules::RuleId::LegacyStreamSerialization ? f.gpu_delay_ns : f.held_ns;
     ++s.count;
     s.total_ns += t;
+    s.waited_ns += f.rule == rules::RuleId::LegacyStreamSerialization ? t : f.waited_ns;
+    s.own_ns += f.rule == rules::RuleId::LegacyStreamSerialization ? 0 : f.own_ns;
+    s.below += f.below_threshold ? 1 : 0;
     s.max_ns = std::max(s.max_ns, t);
     s.bytes += c.call.bytes;
   }

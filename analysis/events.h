@@ -141,7 +141,8 @@ struct RunInfo {
   // compact_backlog option, so ordinary calls (no stack captured: fast, no rule predicts they block) were shed
   // (analysis/compactor.h). They cannot be findings themselves; other calls' evidence may lack them.
   uint64_t unanalyzed_calls = 0;
-  uint64_t threshold_ns = 0;      // the held-host threshold in effect
+  uint64_t threshold_ns = 0;      // the waited-time threshold in effect (AnalysisOptions::threshold_ns)
+  uint64_t cost_threshold_ns = 1'000'000;  // the own-cost threshold in effect (AnalysisOptions::cost_threshold_ns)
   rules::Environment env;
   bool complete = true;           // false when the run ended before we could flush everything
   // How the program ended: "exit" (returned from main or called exit), "signal SIGTERM" (any fatal signal),
@@ -168,6 +169,9 @@ struct CarriedSite {
   uint64_t max_ns = 0;
   uint64_t bytes = 0;
   uint32_t nvtx_range = 0;  // ApiCall::nvtx_range: part of the key, so that the per-range counts stay exact
+  uint64_t waited_ns = 0;   // Finding::waited_ns, summed
+  uint64_t own_ns = 0;      // Finding::own_ns, summed
+  uint64_t below = 0;       // findings below the threshold (Finding::below_threshold), of `count`
 };
 
 // What compaction dropped from the log, so that the analysis of the smaller log reports exactly what the whole

@@ -202,6 +202,7 @@ void write_run(std::ostream& o, const RunInfo& r) {
   if (r.end != "exit") o << " end=" << percent_encode(r.end);
   if (r.rank >= 0) o << " rank=" << r.rank << " rank_from=" << percent_encode(r.rank_variable);
   if (r.unanalyzed_calls != 0) o << " unanalyzed=" << r.unanalyzed_calls;
+  if (r.cost_threshold_ns != RunInfo{}.cost_threshold_ns) o << " cost_threshold_ns=" << r.cost_threshold_ns;
   o << '\n';
   for (const std::string& a : r.args) o << "arg " << percent_encode(a) << '\n';
 }
@@ -226,6 +227,7 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
     else if (key == "dropped") r.dropped_records = f.num<uint64_t>(key);
     else if (key == "unanalyzed") r.unanalyzed_calls = f.num<uint64_t>(key);
     else if (key == "threshold_ns") r.threshold_ns = f.num<uint64_t>(key);
+    else if (key == "cost_threshold_ns") r.cost_threshold_ns = f.num<uint64_t>(key);
     else if (key == "module_loading") r.env.module_loading = f.name<rules::ModuleLoading>(key);
     else if (key == "launch_blocking") r.env.launch_blocking = f.flag(key);
     else if (key == "complete") r.complete = f.flag(key);
@@ -234,7 +236,7 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
     else if (key == "rank_from") r.rank_variable = f.text(key);
     else {
       error = "run: unknown key '" + key +
-              "' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, module_loading, "
+              "' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, cost_threshold_ns, module_loading, "
               "launch_blocking, complete, end, rank, rank_from)";
       return false;
     }
@@ -293,8 +295,10 @@ void write_carried(std::ostream& o, const Carried& c) {
   for (const CarriedSite& s : c.findings) {
     o << "carried_site " << s.stack << ' ' << s.name << ' ' << rules::rule(s.rule).id << ' ' << s.count << ' '
       << s.total_ns << ' ' << s.max_ns << ' ' << s.bytes;
-    // Optional like the call's last field: the site's NVTX range is part of its key (compact.h).
-    if (s.nvtx_range != 0) o << ' ' << s.nvtx_range;
+    // Optional like the call's last field: the site's NVTX range is part of its key (compact.h). Then the split of
+    // the held time into waited and own, and how many findings were below the threshold (always written now;
+    // without them, as written before the split existed, the time counts as waited, every finding over it).
+    o << ' ' << s.nvtx_range << ' ' << s.waited_ns << ' ' << s.own_ns << ' ' << s.below;
     o << '\n';
   }
 }
@@ -465,9 +469,9 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       if (!f.ok()) return fail(what);
       log.carried.not_observed[rule] = count;
     } else if (tag == "carried_site") {
-      if (f.size() != 8 && f.size() != 9) {
-        f.fail("expected 7 or 8 fields after 'carried_site', got " + std::to_string(f.size() - 1) +
-               " (carried_site stack name rule count total_ns max_ns bytes [nvtx])");
+      if (f.size() != 8 && f.size() != 9 && f.size() != 12) {
+        f.fail("expected 7, 8 or 11 fields after 'carried_site', got " + std::to_string(f.size() - 1) +
+               " (carried_site stack name rule count total_ns max_ns bytes [nvtx [waited_ns own_ns below]])");
         return fail(what);
       }
       CarriedSite site;
@@ -478,12 +482,24 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       site.total_ns = f.num<uint64_t>("total_ns");
       site.max_ns = f.num<uint64_t>("max_ns");
       site.bytes = f.num<uint64_t>("bytes");
-      if (f.size() == 9) {
+      if (f.size() >= 9) {
         site.nvtx_range = f.num<uint32_t>("nvtx");
-        if (f.ok() && (site.nvtx_range == 0 || site.nvtx_range > log.nvtx_ranges.size())) {
+        if (f.ok() && site.nvtx_range == 0 && f.size() == 12) {
+          // no range: written as 0 when the fields after it are
+        } else if (f.ok() && (site.nvtx_range == 0 || site.nvtx_range > log.nvtx_ranges.size())) {
           f.fail("field 'nvtx': NVTX range " + std::to_string(site.nvtx_range) + " was not declared by an 'nvtx' line (valid: 1 to " +
                  std::to_string(log.nvtx_ranges.size()) + ", or no field for none)");
         }
+      }
+      site.waited_ns = site.total_ns;
+      if (f.size() == 12) {
+        site.waited_ns = f.num<uint64_t>("waited_ns");
+        site.own_ns = f.num<uint64_t>("own_ns");
+        site.below = f.num<uint64_t>("below");
+        if (f.ok() && site.waited_ns + site.own_ns != site.total_ns && site.rule != rules::RuleId::LegacyStreamSerialization) {
+          f.fail("fields 'waited_ns' and 'own_ns' must add up to 'total_ns' (" + std::to_string(site.total_ns) + ")");
+        }
+        if (f.ok() && site.below > site.count) f.fail("field 'below': more than 'count' findings");
       }
       if (f.ok() && site.stack > log.stacks.size()) f.fail("field 'stack': stack " + std::to_string(site.stack) + " was not declared");
       if (f.ok() && site.name >= log.api_names.size()) f.fail("field 'name': api index " + std::to_string(site.name) + " was not declared by an 'api' line");

@@ -34,6 +34,11 @@ int analyze_command(const std::string& path, Cli& cli) {
                          std::to_string(log.run.threshold_ns) + "ns; it can only be analyzed at that threshold "
                          "(record with --compact=0 to analyze at another)");
     }
+    if (cli.was_given("cost_threshold") && cli.opts.cost_threshold != log.run.cost_threshold_ns) {
+      return usage_error("recording '" + path + "' was compacted as it was captured, for cost_threshold=" +
+                         std::to_string(log.run.cost_threshold_ns) + "ns; it can only be analyzed at that cost "
+                         "threshold (record with --compact=0 to analyze at another)");
+    }
     OutputFiles files;
     output_files(cli.opts, files, error);
     if (!files.trace.empty()) {
@@ -42,6 +47,7 @@ int analyze_command(const std::string& path, Cli& cli) {
     }
   }
   if (cli.was_given("threshold") || !log.run.threshold_ns) log.run.threshold_ns = cli.opts.threshold;
+  if (cli.was_given("cost_threshold")) log.run.cost_threshold_ns = cli.opts.cost_threshold;
   report::ReportInputs inputs;
   // %r names the recorded process's rank; no job surrounds an offline analysis (world size unknown).
   Rank rank;

@@ -473,11 +473,11 @@ void set_compaction(bool on, const rules::Environment& env, size_t round_calls, 
   g.thread_backlog = on ? max_backlog : 0;
 }
 
-bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, size_t device_buffers, size_t device_buffer_bytes,
+bool start(const AnalysisOptions& analysis, size_t activity_buffer_bytes, size_t device_buffers, size_t device_buffer_bytes,
            void (*on_first_call)(),
            std::string& error, std::string& warning) {
   Global& g = global();
-  g.threshold_ns = threshold_ns;
+  g.threshold_ns = analysis.threshold_ns;
   g.on_first_call = on_first_call;
   // Look libpython up now rather than in the first callback that captures a stack: dlsym takes the loader's lock.
   (void)python_available();
@@ -487,7 +487,7 @@ bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, size_t device_bu
   g.active.store(true, std::memory_order_release);
   if (g.compact) {
     CompactOptions options;
-    options.analysis.threshold_ns = threshold_ns;
+    options.analysis = analysis;
     options.margin_ns = kMarginNs;
     {
       std::lock_guard lock(g.central_mu);

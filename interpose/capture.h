@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "analysis/analyze.h"
 #include "analysis/compactor.h"
 #include "analysis/events.h"
 
@@ -30,7 +31,8 @@ uint64_t forced_flushes();
 // `on_first_call` runs once, on the first watched call (after the CUDA runtime registered its own exit
 // handlers, so an atexit handler registered there runs before the runtime tears down).
 // `warning`: set when recording goes on with less than was asked (cupti::enable_activity).
-bool start(uint64_t threshold_ns, size_t activity_buffer_bytes, size_t device_buffers, size_t device_buffer_bytes,
+// `analysis`: the thresholds the compaction judges calls with (the report's own, so that it reports the same).
+bool start(const AnalysisOptions& analysis, size_t activity_buffer_bytes, size_t device_buffers, size_t device_buffer_bytes,
            void (*on_first_call)(),
            std::string& error, std::string& warning);
 

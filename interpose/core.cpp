@@ -198,6 +198,7 @@ void emit_report(EndKind kind, int sig) {
   info.dropped_records = log.run.dropped_records;
   info.unanalyzed_calls = log.run.unanalyzed_calls;
   info.threshold_ns = g_options->threshold;
+  info.cost_threshold_ns = g_options->cost_threshold;
   info.end = end_text(kind, sig);
   // Only an exit runs to the end: any other end stops the program where it was. An exit while another thread was
   // inside a CUDA call is incomplete too (capture::finish).
@@ -523,7 +524,10 @@ void start(Origin) {
   capture::set_compaction(g_options->compact && files.trace.empty(), g_run->env, g_options->compact_round,
                           g_options->compact_backlog, g_options->flush_period);
   std::string warning;
-  if (!capture::start(g_options->threshold, g_options->activity_buffer_kb * 1024, g_options->device_buffers,
+  AnalysisOptions analysis;
+  analysis.threshold_ns = g_options->threshold;
+  analysis.cost_threshold_ns = g_options->cost_threshold;
+  if (!capture::start(analysis, g_options->activity_buffer_kb * 1024, g_options->device_buffers,
                       g_options->device_buffer_kb * 1024,
                       [] { std::atexit(report_at_exit); }, error, warning)) {
     if (error.rfind(cupti::kHeldByUs, 0) == 0) {

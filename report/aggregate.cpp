@@ -68,7 +68,8 @@ SiteExample describe_finding(const EventLog& log, const Analysis& analysis, cons
   return e;
 }
 
-std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, const std::vector<CallSite>& sites) {
+std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, const std::vector<CallSite>& sites,
+                               uint64_t site_threshold_ns) {
   std::map<std::string, size_t> index;  // site_key -> row
   std::vector<SiteRow> rows;
   std::vector<std::vector<uint64_t>> samples;
@@ -95,9 +96,18 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
       ranges.emplace_back();
     }
     SiteRow& row = rows[it->second];
+    // The example is the site's first finding over the threshold (its first finding when none is): one whose
+    // evidence shows the wait the row is reported for. Compaction keeps each key's first findings (compact.h).
+    if (!f.below_threshold && analysis.findings[row.example].below_threshold) {
+      row.example = i;
+      row.shown = describe_finding(log, analysis, f);
+    }
     const uint64_t t = row.gpu_side ? f.gpu_delay_ns : f.held_ns;
     ++row.count;
     row.total_ns += t;
+    row.waited_ns += row.gpu_side ? t : f.waited_ns;
+    row.own_ns += row.gpu_side ? 0 : f.own_ns;
+    row.below += f.below_threshold ? 1 : 0;
     row.max_ns = std::max(row.max_ns, t);
     row.bytes += c.call.bytes;
     count_range(ranges[it->second], c.nvtx_range, 1);
@@ -114,10 +124,25 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     SiteRow& row = rows[it->second];
     row.count += cs.count;
     row.total_ns += cs.total_ns;
+    row.waited_ns += cs.waited_ns;
+    row.own_ns += cs.own_ns;
+    row.below += cs.below;
     row.max_ns = std::max(row.max_ns, cs.max_ns);
     row.bytes += cs.bytes;
     count_range(ranges[it->second], cs.nvtx_range, cs.count);
   }
+  // A site of only below-threshold waits is reported when they add up; otherwise it is only counted (not_observed).
+  std::vector<SiteRow> kept;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const bool adds_up = site_threshold_ns != 0 && rows[r].waited_ns >= site_threshold_ns;
+    if (rows[r].below == rows[r].count && !adds_up) continue;
+    if (kept.size() != r) {
+      samples[kept.size()] = std::move(samples[r]);
+      ranges[kept.size()] = std::move(ranges[r]);
+    }
+    kept.push_back(std::move(rows[r]));
+  }
+  rows = std::move(kept);
   for (size_t r = 0; r < rows.size(); ++r) {
     rows[r].fingerprint = fingerprint(rows[r]);
     auto& s = samples[r];

@@ -89,7 +89,7 @@ void write_json(std::ostream& o, const ReportData& data) {
     << ", \"monitoring\": " << quote(r.monitoring) << ", \"complete\": " << (r.complete ? "true" : "false")
     << ", \"end\": " << quote(r.end) << ", \"dropped_records\": " << r.dropped_records
     << ", \"unanalyzed_calls\": " << r.unanalyzed_calls << ", \"threshold_ns\": " << r.threshold_ns
-    << ", \"module_loading\": " << quote(name_of(r.env.module_loading))
+    << ", \"cost_threshold_ns\": " << r.cost_threshold_ns << ", \"module_loading\": " << quote(name_of(r.env.module_loading))
     << ", \"launch_blocking\": " << (r.env.launch_blocking ? "true" : "false") << ", \"calls_watched\": " << t.calls_watched
     << ", \"captured_calls\": " << t.captured_calls << ", \"gpu_operations\": " << t.gpu_operations << "},\n";
   if (!data.processes.empty()) processes_json(o, data.processes);
@@ -102,7 +102,8 @@ void write_json(std::ostream& o, const ReportData& data) {
       << ", \"api\": " << quote(s.api) << ", \"location\": ";
     frame_json(o, s.site.frame);
     o << ", \"count\": " << s.count << ", \"measure\": " << quote(s.gpu_side ? "gpu_delay_ns" : "host_ns")
-      << ", \"total_ns\": " << s.total_ns << ", \"median_ns\": " << s.median_ns << ", \"max_ns\": " << s.max_ns
+      << ", \"total_ns\": " << s.total_ns << ", \"waited_ns\": " << s.waited_ns << ", \"own_ns\": " << s.own_ns
+      << ", \"below_threshold\": " << s.below << ", \"median_ns\": " << s.median_ns << ", \"max_ns\": " << s.max_ns
       << ", \"bytes\": " << s.bytes << ", \"predicted\": " << quote(s.shown.predicted)
       << ", \"predicted_behavior\": " << quote(s.shown.predicted_behavior)
       << ", \"released_by\": " << quote(s.shown.released_by)

@@ -117,7 +117,7 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
       auto [it, inserted] = index.try_emplace(site_key(row.site, row.rule, row.api), out.rows.size());
       if (inserted) {
         SiteRow m = row;  // the example, stack, verdict and fingerprint of the first report that has the site
-        m.count = m.total_ns = m.max_ns = m.bytes = 0;
+        m.count = m.total_ns = m.waited_ns = m.own_ns = m.below = m.max_ns = m.bytes = 0;
         m.processes.clear();
         m.nvtx.clear();
         m.in_baseline = false;
@@ -127,6 +127,9 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
       SiteRow& m = out.rows[it->second];
       m.count += row.count;
       m.total_ns += row.total_ns;
+      m.waited_ns += row.waited_ns;
+      m.own_ns += row.own_ns;
+      m.below += row.below;
       m.max_ns = std::max(m.max_ns, row.max_ns);
       m.bytes += row.bytes;
       m.level = std::max(m.level, row.level);

@@ -149,7 +149,7 @@ bool prepare_report(const Options& options, int pid, const Rank& rank, ReportInp
   return true;
 }
 
-ReportData make_report(const EventLog& log, const Analysis& analysis) {
+ReportData make_report(const EventLog& log, const Analysis& analysis, uint64_t site_threshold_ns) {
   ReportData data;
   data.log = &log;
   data.analysis = &analysis;
@@ -160,7 +160,7 @@ ReportData make_report(const EventLog& log, const Analysis& analysis) {
   data.totals.context_creation_ns = analysis.context_creation_ns;
   data.totals.kind_disagreements = analysis.kind_disagreements;
   data.totals.not_observed = analysis.not_observed;
-  data.rows = aggregate(log, analysis, call_sites(log, kernel_names(log)));
+  data.rows = aggregate(log, analysis, call_sites(log, kernel_names(log)), site_threshold_ns);
   char cwd[4096];
   if (getcwd(cwd, sizeof cwd)) data.source_root = cwd;
   return data;
@@ -186,8 +186,9 @@ Emitted emit(EventLog& log, const Options& options, const ReportInputs& inputs) 
   }
   AnalysisOptions ao;
   ao.threshold_ns = log.run.threshold_ns ? log.run.threshold_ns : options.threshold;
+  ao.cost_threshold_ns = log.run.cost_threshold_ns;
   const Analysis analysis = analyze(log, ao);
-  ReportData data = make_report(log, analysis);
+  ReportData data = make_report(log, analysis, options.site_threshold);
   Emitted result = write_report(data, options, inputs, log.run.pid, log.run.rank);
   result.write_failed |= save_failed;
   return result;

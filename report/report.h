@@ -56,6 +56,11 @@ struct SiteRow {
   CallSite site;
   uint64_t count = 0;
   uint64_t total_ns = 0;       // host time held (GPU-side findings: time other work was held back)
+  uint64_t waited_ns = 0;      // of total_ns: waiting for GPU work (GPU-side findings: all of it)
+  uint64_t own_ns = 0;         // of total_ns: the calls' own cost (total_ns - waited_ns)
+  // Of count: calls that waited less than the threshold. A row of only such calls is reported because their waits
+  // add up to the site threshold (Finding::below_threshold).
+  uint64_t below = 0;
   uint64_t median_ns = 0;
   uint64_t max_ns = 0;
   uint64_t bytes = 0;
@@ -124,7 +129,9 @@ struct ReportData {
   std::string source_root;                   // files under it are reported relative to it (SARIF); default: cwd
 };
 
-std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, const std::vector<CallSite>& sites);
+// Rows of only below-threshold findings are kept when their waits add up to `site_threshold_ns` (0: never).
+std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, const std::vector<CallSite>& sites,
+                               uint64_t site_threshold_ns = 10'000'000);
 
 // The texts the writers show for finding `f` as a site's example.
 SiteExample describe_finding(const EventLog& log, const Analysis& analysis, const Finding& f);
@@ -144,7 +151,7 @@ void write_sarif(std::ostream& out, const ReportData& data);
 void write_trace(std::ostream& out, const ReportData& data);
 
 // Call sites resolved from log.symbols, findings aggregated per site (no suppressions, no baseline yet).
-ReportData make_report(const EventLog& log, const Analysis& analysis);
+ReportData make_report(const EventLog& log, const Analysis& analysis, uint64_t site_threshold_ns = 10'000'000);
 
 // What a report reads besides the events: suppressions and the baseline, loaded and checked before the program
 // starts, so that a bad file is an error up front rather than a surprise at exit.

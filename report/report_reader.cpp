@@ -136,12 +136,13 @@ void read_run(Checker& c, const JsonValue& run, const std::string& path, RunInfo
   r.dropped_records = c.whole(run, path, "dropped_records");
   r.unanalyzed_calls = c.whole(run, path, "unanalyzed_calls", UINT64_MAX, /*optional=*/true);  // newer than the format
   r.threshold_ns = c.whole(run, path, "threshold_ns");
+  if (run.find("cost_threshold_ns")) r.cost_threshold_ns = c.whole(run, path, "cost_threshold_ns");
   calls = c.whole(run, path, "calls_watched");
   ops = c.whole(run, path, "gpu_operations");
 }
 
 std::optional<Verdict> parse_verdict(std::string_view text) {
-  for (Verdict v : {Verdict::DocumentedObserved, Verdict::DocumentedNotObserved, Verdict::ObservedUndocumented}) {
+  for (Verdict v : {Verdict::DocumentedObserved, Verdict::DocumentedNotObserved, Verdict::ObservedUndocumented, Verdict::OwnCost}) {
     if (verdict_text(v) == text) return v;
   }
   return std::nullopt;
@@ -205,7 +206,7 @@ bool read_site(Checker& c, const JsonValue& s, const std::string& path, SiteRow&
   if (c.ok() && !v) {
     c.fail(s["verdict"], join(path, "verdict"),
            "'" + verdict + "' is not a verdict (valid: documented-and-observed, documented-but-not-observed, "
-           "observed-but-undocumented)");
+           "observed-but-undocumented, own-cost)");
   }
   if (v) row.verdict = *v;
   row.api = c.text(s, path, "api");
@@ -217,6 +218,22 @@ bool read_site(Checker& c, const JsonValue& s, const std::string& path, SiteRow&
   }
   row.gpu_side = measure == "gpu_delay_ns";
   row.total_ns = c.whole(s, path, "total_ns");
+  // Reports written before the split of host time into waited and own have neither: all of it counts as waited.
+  if (s.find("waited_ns") || s.find("own_ns") || s.find("below_threshold")) {
+    row.waited_ns = c.whole(s, path, "waited_ns");
+    row.own_ns = c.whole(s, path, "own_ns");
+    row.below = c.whole(s, path, "below_threshold");
+    if (c.ok() && row.waited_ns + row.own_ns != row.total_ns) {
+      c.fail(s["own_ns"], join(path, "own_ns"), "waited_ns " + std::to_string(row.waited_ns) + " and own_ns " +
+             std::to_string(row.own_ns) + " do not add up to total_ns " + std::to_string(row.total_ns));
+    }
+    if (c.ok() && row.below > row.count) {
+      c.fail(s["below_threshold"], join(path, "below_threshold"), std::to_string(row.below) + " exceeds count " +
+             std::to_string(row.count));
+    }
+  } else {
+    row.waited_ns = row.total_ns;
+  }
   row.median_ns = c.whole(s, path, "median_ns");
   row.max_ns = c.whole(s, path, "max_ns");
   row.bytes = c.whole(s, path, "bytes");

@@ -266,7 +266,8 @@ std::string measure_text(const SiteRow& row) {
                   format_duration(row.total_ns) + " in total over " + calls;
   s += " (median " + format_duration(row.median_ns) + ", max " + format_duration(row.max_ns);
   if (row.bytes) s += ", " + format_bytes(row.bytes);
-  return s + (row.gpu_side ? "); the host thread was not held." : ").");
+  if (row.gpu_side) return s + "); the host thread was not held.";
+  return s + "): waited " + format_duration(row.waited_ns) + " for GPU work, " + format_duration(row.own_ns) + " own cost.";
 }
 
 std::string result_text(const SiteRow& row) {
@@ -288,6 +289,8 @@ std::string result_text(const SiteRow& row) {
 Json result_properties(const SiteRow& row) {
   Json p = Json::object();
   p.set("api", str(row.api)).set("count", Json::number(row.count)).set("totalNs", Json::number(row.total_ns));
+  p.set("waitedNs", Json::number(row.waited_ns)).set("ownNs", Json::number(row.own_ns));
+  p.set("belowThreshold", Json::number(row.below));
   p.set("medianNs", Json::number(row.median_ns)).set("maxNs", Json::number(row.max_ns));
   p.set("bytes", Json::number(row.bytes));
   p.set("verdict", str(verdict_text(row.verdict))).set("gpuSide", Json::boolean(row.gpu_side));

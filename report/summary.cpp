@@ -56,22 +56,39 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
     if (op) s += "; e.g. " + op_text(*op);
     return s + " (measured from activity timestamps; the host was not held)";
   }
+  // What it waited for, then what followed: the split of its host time (analyze.h, Finding::waited_ns).
+  auto then_own = [&] { return f.own_ns > 0 ? "; then " + format_duration(f.own_ns) + " of its own cost" : std::string(); };
+  auto running = [&] {
+    if (e.running_op < 0) return std::string();
+    return "; " + op_text(log.ops[static_cast<size_t>(e.running_op)]) +
+           ", in flight when it began, was still running when it returned: it did not wait for " +
+           (e.scope == WaitScope::Device ? "the device" : "its stream");
+  };
+  const std::string waited = "waited " + format_duration(f.waited_ns) + " for ";
   switch (e.by) {
     case ReleasedBy::OwnWork: {
-      std::string s = "its own " + op_text(*op) + " ended " + gap_text(e.gap_ns);
+      std::string s = waited + "its own " + op_text(*op) + ", which ended " + gap_text(e.gap_ns);
       if (e.behind_op >= 0) s += "; it first waited for " + op_text(log.ops[static_cast<size_t>(e.behind_op)]) + " in its stream";
-      return s;
+      return s + then_own();
     }
     case ReleasedBy::EarlierWorkSameStream:
-      return "earlier work in its stream, " + op_text(*op) + ", ended " + gap_text(e.gap_ns);
+      return waited + "earlier work in its stream, " + op_text(*op) + ", which ended " + gap_text(e.gap_ns) + then_own();
     case ReleasedBy::OtherStreamWork:
-      return "work in another stream, " + op_text(*op) + ", ended " + gap_text(e.gap_ns);
+      return waited + "work in another stream" +
+             (e.scope == WaitScope::Device ? std::string(" (it waits for the whole device)")
+                                           : std::string(" (the legacy default stream waits for every blocking stream)")) +
+             ", " + op_text(*op) + ", which ended " + gap_text(e.gap_ns) + then_own();
     case ReleasedBy::ModuleLoad:
-      return "a kernel module was loaded during the call (lazy loading); no GPU work ended near its return";
+      return "a kernel module was loaded during the call (lazy loading) and no GPU work it could wait for ended while "
+             "it held the host: " + format_duration(f.own_ns) + " of its own cost" + running();
     case ReleasedBy::ContextCreation:
       return "the CUDA context was created during the call";
+    case ReleasedBy::UntimedWork:
+      return "work in its scope came without timestamps (CUPTI's device buffers ran out): what it waited for "
+             "cannot be measured, and all its time counts as waited";
     case ReleasedBy::NothingOnGpu:
-      return "no GPU work ended near its return: the time is the call's own cost";
+      return "no GPU work it could wait for ended while it held the host: " + format_duration(f.own_ns) +
+             " of its own cost" + running();
   }
   return "";
 }
@@ -160,7 +177,8 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
   for (const SiteRow& r : rows) known += r.in_baseline;
   if (!rows.empty()) {
     out << tag << rows.size() << " call site" << (rows.size() == 1 ? "" : "s")
-        << " where CUDA held the host or serialized the GPU (threshold " << format_duration(run.threshold_ns)
+        << " where CUDA held the host or serialized the GPU (waits from " << format_duration(run.threshold_ns)
+        << ", own cost from " << format_duration(run.cost_threshold_ns)
         << ", worst first";
     if (run.rank >= 0) out << "; rank " << run.rank << " from " << run.rank_variable << ", pid " << run.pid;
     out << ")\n";
@@ -183,8 +201,17 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     out << "    " << r.count << " call" << (r.count == 1 ? "" : "s") << ", "
         << (r.gpu_side ? "GPU work held back " : "host held ") << format_duration(r.total_ns) << " in total (median "
         << format_duration(r.median_ns) << ", max " << format_duration(r.max_ns) << ")";
+    if (!r.gpu_side) {
+      out << ": waited " << format_duration(r.waited_ns) << " for GPU work, " << format_duration(r.own_ns) << " own cost";
+    }
     if (r.bytes) out << ", " << format_bytes(r.bytes);
     out << "\n";
+    if (r.below == r.count) {
+      out << "    each call waited less than the threshold (" << format_duration(run.threshold_ns)
+          << "); reported because their waits add up\n";
+    } else if (r.below > 0) {
+      out << "    " << r.below << " of them waited less than the threshold (" << format_duration(run.threshold_ns) << ")\n";
+    }
     if (!r.processes.empty()) {
       std::vector<std::pair<int, int64_t>> from;
       for (const ProcessShare& p : r.processes) from.emplace_back(p.pid, p.rank);

@@ -257,6 +257,7 @@ class TraceWriter {
     for (size_t fi = 0; fi < a_.findings.size(); ++fi) {
       const Finding& f = a_.findings[fi];
       if (f.call >= log_.calls.size()) continue;
+      if (f.below_threshold) continue;  // drawn as an ordinary call: a wait under the threshold
       if (!hidden.empty() && hidden.count(site_key(f, sites))) {
         ++suppressed_;
         suppressed_of_call_.emplace(f.call, fi);
@@ -427,7 +428,7 @@ class TraceWriter {
       }
       const Finding& f0 = a_.findings[fs->front()];
       o_ << ", \"rule\": " << q(rule) << ", \"level\": " << q(level) << ", \"held\": " << q(format_duration(f0.held_ns))
-         << ", \"held_ns\": " << f0.held_ns;
+         << ", \"held_ns\": " << f0.held_ns << ", \"waited_ns\": " << f0.waited_ns << ", \"own_ns\": " << f0.own_ns;
       if (gpu_delay) o_ << ", \"gpu_delay\": " << q(format_duration(gpu_delay));
       o_ << ", \"evidence\": " << q(evidence) << ", \"fix\": " << q(fix);
     } else if (suppressed) {
@@ -445,6 +446,7 @@ class TraceWriter {
       us(rel(end));
       where(pid, tid);
       o_ << ", \"args\": {\"call\": " << q(call_label(ci)) << ", \"held\": " << q(format_duration(f.held_ns))
+         << ", \"waited\": " << q(format_duration(f.waited_ns)) << ", \"own\": " << q(format_duration(f.own_ns))
          << ", \"level\": " << q(rules::level_name(f.level)) << "}}";
       ++flagged_marks_;
     }

@@ -110,7 +110,9 @@ TEST(Analyze, DocumentedButNotObservedIsCountedNotReported) {
   ApiCall& d2h = b.copy(true, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pageable, 1 << 20, 0, 50'000, 0x10);
   b.op(GpuOpKind::Memcpy, d2h, 1000, 45'000, 13, 3, 1);
   Analysis a = analyze(b.log, AnalysisOptions{});
-  EXPECT_TRUE(a.findings.empty());
+  ASSERT_EQ(a.findings.size(), 1u);  // kept for its site's total only: it waited 45 us, under the threshold
+  EXPECT_TRUE(a.findings[0].below_threshold);
+  EXPECT_EQ(a.findings[0].waited_ns, 45'000u);
   EXPECT_EQ(a.not_observed[RuleId::CopyAsyncPageableD2H], 1u);
 }
 
@@ -128,24 +130,28 @@ TEST(Analyze, ActivityRecordKindWinsAndTheDisagreementIsNoted) {
   EXPECT_NE(a.findings[0].note.find("pinned"), std::string::npos);
 }
 
-// A call no rule predicts to hold the host: reported from threshold_ns when GPU work explains the hold, but from
-// own_cost_threshold_ns when nothing on the GPU does (its own cost, a slow call rather than a wait).
-TEST(Analyze, UndocumentedOwnCostIsReportedOnlyFromTheOwnCostThreshold) {
+// A call no rule predicts to hold the host, which waited for no GPU work: its own cost, reported as a cost (level
+// note) from cost_threshold_ns, never under a synchronization title.
+TEST(Analyze, UndocumentedOwnCostIsACostFindingFromTheCostThreshold) {
   AnalysisOptions o;
-  for (uint64_t held : {300 * kUs, o.own_cost_threshold_ns - 1, o.own_cost_threshold_ns}) {
+  for (uint64_t held : {300 * kUs, o.cost_threshold_ns - 1, o.cost_threshold_ns}) {
     Builder b;
     ApiCall& s = b.call(ApiKind::StreamCreate, 0, held);
     s.handle = 0x7000;
     Analysis a = analyze(b.log, o);
-    if (held < o.own_cost_threshold_ns) {
+    if (held < o.cost_threshold_ns) {
       EXPECT_TRUE(a.findings.empty()) << held;
     } else {
       ASSERT_EQ(a.findings.size(), 1u) << held;
-      EXPECT_EQ(a.findings[0].rule, RuleId::UndocumentedBlock);
+      EXPECT_EQ(a.findings[0].rule, RuleId::CostCall);
+      EXPECT_EQ(a.findings[0].level, rules::Level::Note);
+      EXPECT_EQ(a.findings[0].verdict, Verdict::OwnCost);
       EXPECT_EQ(a.findings[0].evidence.by, ReleasedBy::NothingOnGpu);
+      EXPECT_EQ(a.findings[0].waited_ns, 0u);
+      EXPECT_EQ(a.findings[0].own_ns, held);
     }
   }
-  // The same short hold, released by GPU work ending at its return: a wait, reported from threshold_ns.
+  // A short hold that waited for its own copy: a wait, reported from threshold_ns.
   Builder b;
   ApiCall& h2d = b.copy(true, rules::CopyDirection::HostToDevice, MemoryKind::Pinned, MemoryKind::Device, 1 << 20, 0, 300 * kUs, 0x10);
   b.op(GpuOpKind::Memcpy, h2d, 1000, 300 * kUs - 2000, 13, 2, 3);
@@ -153,6 +159,8 @@ TEST(Analyze, UndocumentedOwnCostIsReportedOnlyFromTheOwnCostThreshold) {
   ASSERT_EQ(a.findings.size(), 1u);
   EXPECT_EQ(a.findings[0].rule, RuleId::UndocumentedBlock);
   EXPECT_EQ(a.findings[0].evidence.by, ReleasedBy::OwnWork);
+  EXPECT_EQ(a.findings[0].waited_ns, 300 * kUs - 2000);
+  EXPECT_EQ(a.findings[0].own_ns, 2000u);
 }
 
 TEST(Analyze, ContextCreationInsideTheFirstCallIsNotAFinding) {
@@ -165,23 +173,43 @@ TEST(Analyze, ContextCreationInsideTheFirstCallIsNotAFinding) {
   EXPECT_EQ(a.context_creation_ns, 300 * kMs);
 }
 
+// The rule says pinning may synchronize; it waited for nothing: a cost finding (note), counted as not observed
+// under its rule, never an "implicit synchronization point" warning.
 TEST(Analyze, AllocationWithNoGpuWorkIsTheCallsOwnCost) {
   Builder b;
   ApiCall& m = b.call(ApiKind::PinnedAlloc, 0, 30 * kMs);
   m.call.bytes = 256 << 20;
   Analysis a = analyze(b.log, AnalysisOptions{});
   ASSERT_EQ(a.findings.size(), 1u);
-  EXPECT_EQ(a.findings[0].rule, RuleId::PinnedAlloc);
+  EXPECT_EQ(a.findings[0].rule, RuleId::CostAllocation);
+  EXPECT_EQ(a.findings[0].level, rules::Level::Note);
   EXPECT_EQ(a.findings[0].evidence.by, ReleasedBy::NothingOnGpu);
+  EXPECT_EQ(a.findings[0].own_ns, 30 * kMs);
+  EXPECT_EQ(a.not_observed[RuleId::PinnedAlloc], 1u);
+  // Under the cost threshold: nothing reported at all.
+  Builder quick;
+  quick.call(ApiKind::PinnedAlloc, 0, 300 * kUs).call.bytes = 256 << 20;
+  EXPECT_TRUE(analyze(quick.log, AnalysisOptions{}).findings.empty());
 }
 
+// The threshold applies to the waited time: a cudaFree that waited 50 us for a kernel is reported only when the
+// threshold is below 50 us.
 TEST(Analyze, ThresholdIsConfigurable) {
   Builder b;
-  b.call(ApiKind::PinnedAlloc, 0, 50'000);
+  ApiCall& k = b.call(ApiKind::KernelLaunch, 0, 5000, 0x10);
+  k.function = 1;
+  b.op(GpuOpKind::Kernel, k, 6000, 60'000, 13);
+  b.call(ApiKind::Free, 10'000, 62'000).handle = 0x9000;
   AnalysisOptions low;
   low.threshold_ns = 10'000;
-  EXPECT_EQ(analyze(b.log, low).findings.size(), 1u);
-  EXPECT_TRUE(analyze(b.log, AnalysisOptions{}).findings.empty());
+  const Analysis a = analyze(b.log, low);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].rule, RuleId::FreeWaitsForDevice);
+  EXPECT_EQ(a.findings[0].waited_ns, 50'000u);
+  EXPECT_FALSE(a.findings[0].below_threshold);
+  const Analysis d = analyze(b.log, AnalysisOptions{});
+  ASSERT_EQ(d.findings.size(), 1u);  // kept, below the threshold, for its site's total
+  EXPECT_TRUE(d.findings[0].below_threshold);
 }
 
 // The k_1/k_2/k_3 example: k_1 in blocking stream s, k_2 in the legacy stream, k_3 in s. k_2 waits for k_1, k_3
@@ -282,7 +310,8 @@ TEST(Analyze, UntimedWorkIsNeverEvidence) {
   const Finding* f = find(a, RuleId::DeviceSynchronize);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->held_ns, 10 * kMs - 2000);
-  EXPECT_EQ(f->evidence.by, ReleasedBy::NothingOnGpu);
+  EXPECT_EQ(f->evidence.by, ReleasedBy::UntimedWork);  // not "own cost": the work it waited for has no times
+  EXPECT_EQ(f->waited_ns, f->held_ns);
   EXPECT_EQ(f->evidence.op, -1);
 }
 
@@ -369,9 +398,8 @@ TEST(AnalyzeCapture, AStreamJoinsThroughAnEventAndLeavesWhenTheOriginEnds) {
   EXPECT_EQ(a.captured_calls, 3u);
   std::vector<size_t> judged_launches;
   for (const Finding& f : a.findings) judged_launches.push_back(f.call);
-  EXPECT_EQ(judged_launches, (std::vector<size_t>{4, 6, 11, 13}));  // each held 1 ms (the own-cost threshold)
-  EXPECT_EQ(a.findings[0].rule, RuleId::FirstLaunchLazyLoading);      // the first launch of function 0
-  for (size_t i = 1; i < a.findings.size(); ++i) EXPECT_EQ(a.findings[i].rule, RuleId::UndocumentedBlock);
+  EXPECT_EQ(judged_launches, (std::vector<size_t>{4, 6, 11, 13}));  // each held 1 ms (the cost threshold)
+  for (const Finding& f : a.findings) EXPECT_EQ(f.rule, RuleId::CostCall);  // waiting for nothing: their own cost
   EXPECT_EQ(a.capture_state_calls, (std::vector<size_t>{5, 7, 8, 12}));
 }
 
@@ -453,8 +481,8 @@ TEST(AnalyzeCapture, CallsTheCaptureRefusedAreNotJudged) {
   const Analysis a = analyze(b.log, AnalysisOptions{});
   ASSERT_EQ(a.findings.size(), 1u);
   EXPECT_EQ(a.findings[0].call, 4u);
-  EXPECT_EQ(a.findings[0].rule, RuleId::DeviceAlloc);
-  EXPECT_TRUE(a.not_observed.empty());
+  EXPECT_EQ(a.findings[0].rule, RuleId::CostAllocation);  // 1 ms of its own, no GPU work: a cost
+  EXPECT_EQ(a.not_observed, (std::map<RuleId, uint64_t>{{RuleId::DeviceAlloc, 1}}));
   EXPECT_EQ(a.captured_calls, 0u);
 }
 

@@ -187,7 +187,7 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"op order", head + "op kernel 1 5 3 0 0 0 0 0 0 0 0 -\n", "line 2: op ends before it starts"},
       {"number", head + "mark module-loaded x 0\n", "line 2: field 'time': 'x' is not a decimal integer in range"},
       {"api order", head + "api 3 cudaFree\n", "line 2: api index 3 out of order (expected 0)"},
-      {"run key", head + "run color=blue\n", "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, module_loading, launch_blocking, complete, end, rank, rank_from)"},
+      {"run key", head + "run color=blue\n", "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, cost_threshold_ns, module_loading, launch_blocking, complete, end, rank, rank_from)"},
       {"after end", head + "end\nmark module-loaded 1 0\n", "line 3: content after 'end'"},
       {"percent", head + "arg %4\n", "line 2: field 'text': bad percent-encoding in '%4'"},
       {"percent sign", head + "arg %-1\n", "line 2: field 'text': bad percent-encoding in '%-1'"},  // fuzzing
@@ -275,8 +275,8 @@ TEST(Recording, BadNvtxLinesGetPreciseErrors) {
       {"carried site undeclared", head + "nvtx 1 %00 forward\ncarried_site 0 0 undocumented-block 1 10 10 0 2\n",
        "line 4: field 'nvtx': NVTX range 2 was not declared by an 'nvtx' line (valid: 1 to 1, or no field for none)"},
       {"carried site fields", head + "carried_site 0 0 undocumented-block 1 10 10 0 1 1\n",
-       "line 3: expected 7 or 8 fields after 'carried_site', got 9 (carried_site stack name rule count total_ns max_ns "
-       "bytes [nvtx])"},
+       "line 3: expected 7, 8 or 11 fields after 'carried_site', got 9 (carried_site stack name rule count total_ns "
+       "max_ns bytes [nvtx [waited_ns own_ns below]])"},
   };
   for (const BadCase& c : cases) {
     std::stringstream in(c.text);

@@ -261,8 +261,8 @@ TEST_F(Merge, TheRankOfARecordingNamesItsReport) {
   EXPECT_EQ(props["rank"].uint64(), 3u);
   EXPECT_EQ(props["rankVariable"].string(), "OMPI_COMM_WORLD_RANK");
   // Every summary line says whose it is; the first says where the rank came from.
-  EXPECT_NE(r.err.find("asynccheck: [rank 3] 4 call sites where CUDA held the host or serialized the GPU (threshold "
-                       "100.0 us, worst first; rank 3 from OMPI_COMM_WORLD_RANK, pid 429)"),
+  EXPECT_NE(r.err.find("asynccheck: [rank 3] 2 call sites where CUDA held the host or serialized the GPU (waits from "
+                       "100.0 us, own cost from 1.00 ms, worst first; rank 3 from OMPI_COMM_WORLD_RANK, pid 429)"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("asynccheck: [rank 3] SUMMARY: "), std::string::npos) << r.err;

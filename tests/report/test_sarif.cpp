@@ -79,7 +79,7 @@ struct Fixture {
     copy.call = 0;
     copy.rule = copy.predicted = rules::RuleId::CopyAsyncPageableH2D;
     copy.level = rules::Level::Error;
-    copy.held_ns = 27'610'000;
+    copy.held_ns = copy.waited_ns = 27'610'000;  // the copy ended 13.5 us after it returned
     copy.evidence.by = ReleasedBy::OwnWork;
     copy.evidence.op = 0;
     copy.evidence.gap_ns = -13'500;
@@ -107,6 +107,8 @@ struct Fixture {
                    frame("??", "", 0, "/src/proj/build/app", 0x400100)});
     r.count = 1;
     r.total_ns = r.median_ns = r.max_ns = 27'610'000;
+    r.waited_ns = 27'500'000;
+    r.own_ns = 110'000;
     r.bytes = 256u << 20;
     r.example = 0;
     r.fingerprint = "copy-async-pageable-h2d|cudaMemcpyAsync|main|main.cu";
@@ -235,7 +237,8 @@ TEST(Sarif, MessageSaysWhatHeldTheHostWhyAndTheFix) {
   const std::string text = Fixture().run()["results"][0]["message"]["text"].string();
   EXPECT_EQ(text.rfind("cudaMemcpyAsync held the host thread 27.61 ms in total over 1 call (", 0), 0u) << text;
   EXPECT_NE(text.find("256.0 MiB"), std::string::npos) << text;
-  EXPECT_NE(text.find("Evidence: its own memcpy HtoD 256.0 MiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("waited 27.50 ms for GPU work, 110.0 us own cost"), std::string::npos) << text;
+  EXPECT_NE(text.find("Evidence: waited 27.61 ms for its own memcpy HtoD 256.0 MiB"), std::string::npos) << text;
   EXPECT_NE(text.find("Fix: " + std::string(rules::rule(rules::RuleId::CopyAsyncPageableH2D).fix)), std::string::npos);
 }
 

@@ -49,6 +49,7 @@ std::string default_Text(const std::string& v) { return v.empty() ? "\"\"" : v; 
 constexpr std::string_view kFormats[] = {"json", "sarif", "trace"};
 
 bool format_names_valid(std::string_view list, std::string& error);
+bool library_frames_valid(std::string_view list, std::string& error);
 
 // Ranges that the type alone does not express.
 bool validate(const Options& o, std::string& error) {
@@ -83,7 +84,25 @@ bool validate(const Options& o, std::string& error) {
     error = "option 'threshold': " + format_duration_option(o.threshold) + " is out of range (valid: 0 to 60s)";
     return false;
   }
+  if (!library_frames_valid(o.library_frames, error)) return false;
   return o.format.empty() || format_names_valid(o.format, error);
+}
+
+// Comma-separated globs, none empty; '-' (drop the default list) only as the first.
+bool library_frames_valid(std::string_view list, std::string& error) {
+  if (list.empty()) return true;
+  std::string_view rest = list;
+  for (bool first = true;; first = false) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    if (item.empty() || (item == "-" && !first)) {
+      error = "option 'library_frames': '" + std::string(list) + "' has " + (item.empty() ? "an empty item" : "'-' after its first item") +
+              " (valid: comma-separated globs over module names, e.g. libmylib*.so*; '-' first drops the default list)";
+      return false;
+    }
+    if (comma == std::string_view::npos) return true;
+    rest = rest.substr(comma + 1);
+  }
 }
 
 bool format_names_valid(std::string_view list, std::string& error) {

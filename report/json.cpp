@@ -101,6 +101,8 @@ void write_json(std::ostream& o, const ReportData& data) {
       << ", \"verdict\": " << quote(verdict_text(s.verdict)) << ", \"title\": " << quote(rule.title)
       << ", \"api\": " << quote(s.api) << ", \"location\": ";
     frame_json(o, s.site.frame);
+    // Only for a call made inside a library, so that other reports keep their form.
+    if (!s.site.library_entry.empty()) o << ", \"library_entry\": " << quote(s.site.library_entry);
     o << ", \"count\": " << s.count << ", \"measure\": " << quote(s.gpu_side ? "gpu_delay_ns" : "host_ns")
       << ", \"total_ns\": " << s.total_ns << ", \"waited_ns\": " << s.waited_ns << ", \"own_ns\": " << s.own_ns
       << ", \"below_threshold\": " << s.below << ", \"median_ns\": " << s.median_ns << ", \"max_ns\": " << s.max_ns

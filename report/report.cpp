@@ -149,8 +149,9 @@ bool prepare_report(const Options& options, int pid, const Rank& rank, ReportInp
   return true;
 }
 
-ReportData make_report(const EventLog& log, const Analysis& analysis, uint64_t site_threshold_ns) {
+ReportData make_report(const EventLog& log, const Analysis& analysis, const SiteOptions& sites) {
   ReportData data;
+  data.library_patterns = sites.library_patterns;
   data.log = &log;
   data.analysis = &analysis;
   data.run = log.run;
@@ -160,7 +161,7 @@ ReportData make_report(const EventLog& log, const Analysis& analysis, uint64_t s
   data.totals.context_creation_ns = analysis.context_creation_ns;
   data.totals.kind_disagreements = analysis.kind_disagreements;
   data.totals.not_observed = analysis.not_observed;
-  data.rows = aggregate(log, analysis, call_sites(log, kernel_names(log)), site_threshold_ns);
+  data.rows = aggregate(log, analysis, call_sites(log, kernel_names(log), sites.library_patterns), sites.site_threshold_ns);
   char cwd[4096];
   if (getcwd(cwd, sizeof cwd)) data.source_root = cwd;
   return data;
@@ -188,7 +189,10 @@ Emitted emit(EventLog& log, const Options& options, const ReportInputs& inputs) 
   ao.threshold_ns = log.run.threshold_ns ? log.run.threshold_ns : options.threshold;
   ao.cost_threshold_ns = log.run.cost_threshold_ns;
   const Analysis analysis = analyze(log, ao);
-  ReportData data = make_report(log, analysis, options.site_threshold);
+  SiteOptions sites;
+  sites.site_threshold_ns = options.site_threshold;
+  sites.library_patterns = library_patterns(options.library_frames);
+  ReportData data = make_report(log, analysis, sites);
   Emitted result = write_report(data, options, inputs, log.run.pid, log.run.rank);
   result.write_failed |= save_failed;
   return result;

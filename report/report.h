@@ -127,6 +127,9 @@ struct ReportData {
   std::vector<SuppressionUse> suppressions;  // every suppression given, with its hit counts (0 = unused)
   std::string baseline;                      // path of the --baseline file, empty if none
   std::string source_root;                   // files under it are reported relative to it (SARIF); default: cwd
+  // The modules that are libraries rather than the user's code when call sites are chosen (option library_frames);
+  // the trace chooses them again for the suppressed findings.
+  std::vector<std::string> library_patterns = default_library_patterns();
 };
 
 // Rows of only below-threshold findings are kept when their waits add up to `site_threshold_ns` (0: never).
@@ -150,8 +153,15 @@ void write_sarif(std::ostream& out, const ReportData& data);
 // Chrome trace event JSON for Perfetto / chrome://tracing (trace.cpp).
 void write_trace(std::ostream& out, const ReportData& data);
 
+// How sites are made from findings: which modules are libraries rather than the user's code (option library_frames,
+// see call_sites()), and from what total a site of waits each under the threshold is reported (site_threshold).
+struct SiteOptions {
+  uint64_t site_threshold_ns = 10'000'000;
+  std::vector<std::string> library_patterns = default_library_patterns();
+};
+
 // Call sites resolved from log.symbols, findings aggregated per site (no suppressions, no baseline yet).
-ReportData make_report(const EventLog& log, const Analysis& analysis, uint64_t site_threshold_ns = 10'000'000);
+ReportData make_report(const EventLog& log, const Analysis& analysis, const SiteOptions& sites = {});
 
 // What a report reads besides the events: suppressions and the baseline, loaded and checked before the program
 // starts, so that a bad file is an error up front rather than a surprise at exit.

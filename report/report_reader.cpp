@@ -211,6 +211,7 @@ bool read_site(Checker& c, const JsonValue& s, const std::string& path, SiteRow&
   if (v) row.verdict = *v;
   row.api = c.text(s, path, "api");
   if (const JsonValue* loc = c.object(s, path, "location")) row.site.frame = read_frame(c, *loc, join(path, "location"));
+  if (s.has("library_entry")) row.site.library_entry = c.text(s, path, "library_entry");  // newer than the format
   row.count = c.whole(s, path, "count");
   const std::string measure = c.text(s, path, "measure");
   if (c.ok() && measure != "host_ns" && measure != "gpu_delay_ns") {

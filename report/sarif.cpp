@@ -272,6 +272,7 @@ std::string measure_text(const SiteRow& row) {
 
 std::string result_text(const SiteRow& row) {
   std::string s = measure_text(row);
+  if (!row.site.library_entry.empty()) s += " Inside " + row.site.library_entry + ", called at this location.";
   const std::string nvtx = nvtx_text(row);
   if (!nvtx.empty()) s += " I" + sentence(nvtx.substr(1));  // "In NVTX range ..."
   if (row.processes.size() > 1) {
@@ -294,6 +295,7 @@ Json result_properties(const SiteRow& row) {
   p.set("medianNs", Json::number(row.median_ns)).set("maxNs", Json::number(row.max_ns));
   p.set("bytes", Json::number(row.bytes));
   p.set("verdict", str(verdict_text(row.verdict))).set("gpuSide", Json::boolean(row.gpu_side));
+  if (!row.site.library_entry.empty()) p.set("libraryEntry", str(row.site.library_entry));
   // Only where the findings happened in NVTX ranges: the innermost range of most of them, and every range with
   // its count (docs/report-format.md).
   if (!row.nvtx.empty()) {

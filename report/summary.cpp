@@ -191,7 +191,10 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     }
     ++shown;
     const rules::Rule& rule = rules::rule(r.rule);
-    out << "\n#" << shown << " " << rules::level_name(r.level) << " [" << rule.id << "] " << r.api << " at " << r.site.where();
+    out << "\n#" << shown << " " << rules::level_name(r.level) << " [" << rule.id << "] " << r.api;
+    // A call made inside a library (cuBLAS, libtorch): "in cublasDgemv_v2, called at app.cu:219".
+    if (!r.site.library_entry.empty()) out << " in " << short_function(r.site.library_entry) << ", called";
+    out << " at " << r.site.where();
     if (r.in_baseline) out << " (in baseline)";
     if (r.site.known() && !r.site.frame.function.empty() && r.site.frame.function != "??") {
       out << " in " << short_function(r.site.frame.function);

@@ -1,11 +1,14 @@
 #include "report/symbolize.h"
 
+#include "report/suppressions.h"  // glob_match
+
 #include <cxxabi.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -109,12 +112,82 @@ bool in_installed_package(const std::string& file) {
   return false;
 }
 
+// A module of one of `patterns`' libraries (cuBLAS, libtorch, ...): its frames are the library's, not the user's.
+bool in_library(const std::string& module, const std::vector<std::string>& patterns) {
+  if (module.empty() || module == kPythonModule) return false;
+  const std::string_view base = base_name(module);
+  for (const std::string& p : patterns) {
+    if (glob_match(p, p.find('/') == std::string::npos ? base : std::string_view(module))) return true;
+  }
+  return false;
+}
+
+// The C and C++ runtimes, the dynamic loader and the Python interpreter: between a library's frames they belong to
+// its run (pthread_once running its initialization, a std::function it calls), and they are never the user's call
+// site (a Python program's is its Python line).
+bool in_system_runtime(const std::string& module) {
+  const std::string_view base = base_name(module);
+  for (std::string_view lib : {"libc.so", "libc-", "libpthread", "libstdc++", "libgcc_s", "libdl.", "libdl-", "libm.so",
+                               "librt.", "ld-linux", "libpython"}) {
+    if (base.starts_with(lib)) return true;
+  }
+  // python, python3, python3.12 (not python_tool).
+  return base == "python" || (base.starts_with("python") && base.size() > 6 && std::isdigit(static_cast<unsigned char>(base[6])));
+}
+
+// Code nvcc generated (tmpxft_*.cudafe1.cpp and the like): PyTorch's kernel launch stubs are located there.
+bool in_generated_file(const Frame& f) { return base_name(f.file).starts_with("tmpxft_"); }
+
+// What a frame is to the choice of the call site.
+enum class FrameKind {
+  Internal,  // CUDA, CUPTI, asynccheck, launch stubs (is_internal)
+  Library,   // a library of the patterns: the user called it
+  Other,     // not the user's either (the C runtime, generated files), but no library's entry
+  User,
+};
+
+FrameKind frame_kind(const Frame& f, const std::set<std::string>& kernels, const std::vector<std::string>& patterns) {
+  if (is_internal(f, kernels)) return FrameKind::Internal;
+  if (in_library(f.module, patterns)) return FrameKind::Library;
+  if (in_system_runtime(f.module) || in_generated_file(f)) return FrameKind::Other;
+  return FrameKind::User;
+}
+
 }  // namespace
 
 std::string demangle(const std::string& name) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
   return status == 0 && d ? std::string(d.get()) : name;
+}
+
+const std::vector<std::string>& default_library_patterns() {
+  static const std::vector<std::string> patterns = {
+      // CUDA's libraries (cuBLASLt and cuSPARSELt, cuSOLVERMg and the like match too).
+      "libcublas*.so*", "libcudnn*.so*", "libcufft*.so*", "libcurand*.so*", "libcusparse*.so*", "libcusolver*.so*",
+      "libcutensor*.so*", "libnpp*.so*", "libnvjpeg*.so*", "libnccl*.so*", "libnvrtc*.so*", "libnvJitLink*.so*",
+      // PyTorch (libtorch, libtorch_cpu, libtorch_cuda, libtorch_python; libc10, libc10_cuda).
+      "libtorch*.so*", "libc10*.so*",
+      // CuPy's compiled modules.
+      "*/cupy/*", "*/cupy_backends/*"};
+  return patterns;
+}
+
+std::vector<std::string> library_patterns(std::string_view option) {
+  std::vector<std::string> out = default_library_patterns();
+  bool first = true;
+  while (true) {
+    const size_t comma = option.find(',');
+    const std::string_view item = option.substr(0, comma);
+    if (first && item == "-") {
+      out.clear();
+    } else if (!item.empty()) {
+      out.emplace_back(item);
+    }
+    first = false;
+    if (comma == std::string_view::npos) return out;
+    option.remove_prefix(comma + 1);
+  }
 }
 
 bool CallSite::known() const { return frame.ip != 0 || frame.is_python(); }
@@ -218,7 +291,8 @@ std::vector<std::string> kernel_names(const EventLog& log) {
   return {names.begin(), names.end()};
 }
 
-std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::string>& kernel_list) {
+std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::string>& kernel_list,
+                                 const std::vector<std::string>& library_patterns) {
   const std::set<std::string> kernels(kernel_list.begin(), kernel_list.end());
   std::map<uint64_t, std::vector<Frame>> frames;  // ip -> its frames, innermost first
   for (const Symbol& y : log.symbols) {
@@ -252,8 +326,12 @@ std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::str
       }
     }
     // The native frames, kept underneath the Python ones (the call site is the Python one when there is one).
+    // They start at the first frame outside CUDA, CUPTI and asynccheck; the site is the first of them in the
+    // user's code (inlined frames innermost first, so an inlined function of the user's is its own site), else
+    // that first frame.
     const bool python = !s.python.empty();
-    bool user = false, below_main = false;
+    bool user = false, below_main = false, found = false;
+    const Frame* entry = nullptr;  // the outermost library frame so far, until the site is found
     for (uint64_t ip : s.frames) {
       // Frames under main() are the C runtime's start-up (__libc_start_call_main, _start): nothing a user
       // can act on, and without libc's symbols addr2line names them after unrelated nearby functions.
@@ -271,9 +349,22 @@ std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::str
           f.module = m->path;
           f.offset = ip - m->bias;
         }
-        if (!user && is_internal(f, kernels)) continue;
-        if (!user && !python) site.frame = f;
+        const FrameKind kind = frame_kind(f, kernels, library_patterns);
+        if (!user && kind == FrameKind::Internal) continue;
+        if (!user && !python) site.frame = f;  // the fallback, until a frame of the user's code
         user = true;
+        if (!found && !python) {
+          if (kind == FrameKind::Library) entry = &f;
+          if (kind == FrameKind::User) {
+            found = true;
+            site.frame = f;
+            if (entry) {
+              site.library_entry = entry->function.empty() || entry->function == "??"
+                                       ? std::string(base_name(entry->module))
+                                       : entry->function;
+            }
+          }
+        }
         site.frames.push_back(f);
         below_main = below_main || f.function == "main";
       }

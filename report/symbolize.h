@@ -26,9 +26,15 @@ struct Frame {
 
 struct CallSite {
   // Where the user called: for a Python program, the innermost Python frame outside installed packages
-  // (site-packages/, dist-packages/), else the innermost Python frame; otherwise the first native frame outside
+  // (site-packages/, dist-packages/), else the innermost Python frame. Otherwise the innermost native frame of the
+  // user's code: outside CUDA, CUPTI and asynccheck, and outside the libraries of library_patterns (cuBLAS, cuDNN,
+  // libtorch, ...) and nvcc's generated tmpxft_* files; a stack with no such frame keeps the first frame outside
   // CUDA, CUPTI and asynccheck.
   Frame frame;
+  // When the native site called into such a library: the library's entry point, the outermost frame of that
+  // library run just inside the site ("cublasDgemv_v2"; its module's base name when it has no function name).
+  // Empty otherwise, and for Python sites.
+  std::string library_entry;
   std::vector<Frame> frames;   // the user-visible stack, innermost first: Python frames, then the native ones
   bool known() const;          // a native frame with an address, or a Python frame
   std::string where() const;   // "file:line", or "module+0xoffset" without line information, or "unknown"
@@ -38,10 +44,22 @@ struct CallSite {
 // (the binaries must still be on disk: call it at the end of the run, before writing a recording).
 void resolve_symbols(EventLog& log);
 
+// The libraries whose frames are not the user's code, as glob patterns ('*' any run, '?' one character): a
+// pattern without '/' is matched against a module's base name, one with '/' against its whole path. The CUDA
+// libraries (cuBLAS and cuBLASLt, cuDNN, cuFFT, cuRAND, cuSPARSE, cuSOLVER, cuTENSOR, NPP, nvJPEG, NCCL, NVRTC,
+// nvJitLink), PyTorch's (libtorch*, libc10*) and CuPy's compiled modules (under cupy/ or cupy_backends/).
+const std::vector<std::string>& default_library_patterns();
+
+// The patterns of option library_frames: comma-separated globs added to the default list; a first item "-" drops
+// the default list ("-" alone: no library is set apart). Empty items are ignored.
+std::vector<std::string> library_patterns(std::string_view option);
+
 // The call site of every interned stack, from `log.symbols` (frames without symbols keep module+offset) and the
 // stack's Python frames.
-// `kernel_names` (demangled) are the kernels whose host-side wrappers are skipped.
-std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::string>& kernel_names);
+// `kernel_names` (demangled) are the kernels whose host-side wrappers are skipped; `library_patterns` name the
+// modules that are libraries rather than the user's code (see CallSite::frame).
+std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::string>& kernel_names,
+                                 const std::vector<std::string>& library_patterns = default_library_patterns());
 
 // The demangled names of the kernels in `log`'s activity records.
 std::vector<std::string> kernel_names(const EventLog& log);

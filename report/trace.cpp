@@ -252,7 +252,7 @@ class TraceWriter {
     // Findings per call, and what they say about other operations.
     const std::set<std::tuple<std::string, int, std::string>> hidden = suppressed_keys();
     std::vector<CallSite> sites;
-    if (!hidden.empty()) sites = call_sites(log_, kernel_names(log_));
+    if (!hidden.empty()) sites = call_sites(log_, kernel_names(log_), data_.library_patterns);
     std::unordered_map<uint64_t, size_t> serialized_corr;  // correlation id of a legacy-stream call -> its finding
     for (size_t fi = 0; fi < a_.findings.size(); ++fi) {
       const Finding& f = a_.findings[fi];

@@ -85,7 +85,7 @@ TEST(Options, OrderOfFormatAndOutputDoesNotMatter) {
 TEST(Options, BadInputMessagesArePinned) {
   const std::string names =
       "threshold, cost_threshold, site_threshold, format, output, json, sarif, trace, log_file, save, suppressions, baseline, save_baseline, "
-      "overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, summary, symbolize, activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help";
+      "overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, summary, symbolize, activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help, library_frames";
   const struct {
     const char* text;
     std::string message;
@@ -114,6 +114,12 @@ TEST(Options, BadInputMessagesArePinned) {
       {"format=json", "option 'format': 'json' needs an output path (--output=PATH)"},
       {"json=a.json:format=json,sarif:output=b",
        "the json report is given two paths, 'a.json' (option 'json') and 'b.json' (option 'output'); give one"},
+      {"library_frames=libfoo*.so,,libbar*",
+       "option 'library_frames': 'libfoo*.so,,libbar*' has an empty item (valid: comma-separated globs over module "
+       "names, e.g. libmylib*.so*; '-' first drops the default list)"},
+      {"library_frames=libfoo*.so,-",
+       "option 'library_frames': 'libfoo*.so,-' has '-' after its first item (valid: comma-separated globs over "
+       "module names, e.g. libmylib*.so*; '-' first drops the default list)"},
   };
   for (const auto& c : cases) {
     Options o;

@@ -38,7 +38,9 @@ bool run_addr2line(const std::string& module, const std::vector<uint64_t>& addrs
   int fds[2];
   if (pipe(fds) != 0) return false;
   // -a marks each address's group; -i expands inlined frames (a kernel's host wrapper is inlined into the
-  // caller, and the caller's line is only visible as the outer inline frame).
+  // caller, and the caller's line is only visible as the outer inline frame). The innermost inlined frame comes
+  // first and is the site when it is the user's (tests/report/inline_site_prog.cpp). binutils' addr2line (2.40)
+  // names an inlined function of internal linkage (static, anonymous namespace) after its caller; its line is right.
   std::vector<std::string> args = {"addr2line", "-a", "-C", "-f", "-i", "-e", module};
   char buf[32];
   for (uint64_t a : addrs) {
@@ -89,8 +91,12 @@ bool is_internal(const Frame& f, const std::set<std::string>& kernels) {
       starts_with(fn, "asynccheck::") || starts_with(fn, "libcupti") || starts_with(fn, "cupti")) {
     return true;
   }
-  // The runtime API itself when linked statically into the program (cudaMemcpyAsync, cudaLaunchKernel<...>).
-  if (fn.size() > 4 && starts_with(fn, "cuda") && std::isupper(static_cast<unsigned char>(fn[4]))) return true;
+  // The runtime API itself when linked statically into the program (cudaMemcpyAsync, cudaLaunchKernel<...>): no
+  // source file (libcudart_static has no line information). A function of the user's named like one
+  // (simpleCudaGraphs' cudaGraphsManual, often inlined into main) has its file and line, and is the user's.
+  if (fn.size() > 4 && starts_with(fn, "cuda") && std::isupper(static_cast<unsigned char>(fn[4])) && f.file.empty()) {
+    return true;
+  }
   if (f.file.size() > 7 && f.file.ends_with(".stub.c")) return true;
   // Inline wrappers from the toolkit's headers (cuda_runtime.h's C++ overloads of cudaMalloc, cudaLaunchKernel).
   if (f.file.find("/include/") != std::string::npos &&

@@ -1,9 +1,11 @@
 // Call sites in the user's code (report/symbolize.cpp): a call a library made (cuBLAS, libtorch) is located at the
 // user's frame that called the library, with the library's entry named; nvcc's generated tmpxft_* files are never
-// the user's line; option library_frames adds libraries; a Python line still wins. The writers show the entry
-// (summary, JSON read back by a merge, SARIF).
+// the user's line; option library_frames adds libraries; a Python line still wins; inlined functions are their own
+// sites. The writers show the entry (summary, JSON read back by a merge, SARIF).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -260,6 +262,74 @@ TEST(LibraryFrames, ReportsWithoutAnEntryAreUnchanged) {
   bad.replace(bad.find("\"count\": "), 0, "\"library_entry\": 7, ");
   EXPECT_FALSE(parse_report(bad, "r.json", back, error));
   EXPECT_NE(error.find("library_entry"), std::string::npos) << error;
+}
+
+// ---- inlined frames, symbolized by addr2line as a report does ----
+
+// The runtime linked statically into the program has no line information and is skipped by its name; a function of
+// the user's named like it has its file and line and is the site.
+TEST(InlinedFrames, AUserFunctionNamedLikeTheRuntimeIsTheUsers) {
+  EventLog log;
+  log.modules = {Module{kProg, kProg + 0x100000, 0, "/src/simpleCudaGraphs"}};
+  log.symbols = {{0x401000, "cudaGraphLaunch", "", 0},
+                 {0x402000, "cudaGraphsManual(float*, float*, double*, int)", "/src/simpleCudaGraphs.cu", 240},
+                 {0x402000, "main", "/src/simpleCudaGraphs.cu", 410}};
+  log.stacks = {Stack{{0x401000, 0x402000}, {}}};
+  const CallSite s = call_sites(log, {})[0];
+  EXPECT_EQ(s.where(), "simpleCudaGraphs.cu:240");
+  EXPECT_EQ(s.frames.size(), 2u);
+}
+
+// The line of `marker` in the test program's source.
+int line_of(const std::string& marker) {
+  std::ifstream in(INLINE_SITE_SOURCE);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.ends_with("// " + marker)) return n;
+  }
+  return -1;
+}
+
+// inline_site_prog (-O2 -g) calls sink() from three functions forced inline into main; the return addresses it
+// prints symbolize to the inlined functions' lines, and the site is that line, not main's. One of them is named like
+// a CUDA runtime function (cudaGraphsManual, as in NVIDIA's simpleCudaGraphs) and is the user's code all the same.
+TEST(InlinedFrames, TheSiteIsTheInlinedFunctionsLine) {
+  FILE* p = popen(INLINE_SITE_PROG, "r");
+  ASSERT_NE(p, nullptr);
+  constexpr size_t kCalls = 3;
+  unsigned long long ret[kCalls] = {}, base[kCalls] = {};
+  int read = 0;
+  for (size_t i = 0; i < kCalls; ++i) read += std::fscanf(p, "%llx %llx", &ret[i], &base[i]);
+  ASSERT_EQ(pclose(p), 0);
+  ASSERT_EQ(read, 2 * static_cast<int>(kCalls));
+  EventLog log;
+  log.modules = {Module{base[0], base[0] + 0x10000000, base[0], INLINE_SITE_PROG}};
+  for (size_t i = 0; i < kCalls; ++i) {
+    ASSERT_EQ(base[i], base[0]);
+    log.stacks.push_back(Stack{{ret[i]}, {}});
+  }
+  resolve_symbols(log);
+  const std::vector<CallSite> sites = call_sites(log, {});
+  const struct {
+    const char* function;  // null: not checked
+    const char* marker;
+  } want[kCalls] = {{"inlined_step", "CALL_IN_INLINED_STEP"},
+                    {"cudaGraphsManual", "CALL_IN_CUDA_GRAPHS_MANUAL"},
+                    // binutils' addr2line (2.40) names an inlined function of internal linkage after its caller
+                    // (llvm-symbolizer names it right); its line is right all the same.
+                    {nullptr, "CALL_IN_STATIC_STEP"}};
+  for (size_t i = 0; i < kCalls; ++i) {
+    const CallSite& s = sites[i];
+    SCOPED_TRACE(want[i].marker);
+    // Inlined: one address, two frames (the inlined function, then main).
+    ASSERT_EQ(s.frames.size(), 2u);
+    EXPECT_EQ(s.frames[1].function, "main");
+    EXPECT_EQ(s.frames[1].line, line_of(std::string(want[i].marker) + "_IN_MAIN"));
+    if (want[i].function) {
+      EXPECT_EQ(s.frame.function.substr(0, s.frame.function.find('(')), want[i].function);
+    }
+    EXPECT_EQ(s.where(), "inline_site_prog.cpp:" + std::to_string(line_of(want[i].marker)));
+  }
 }
 
 }  // namespace

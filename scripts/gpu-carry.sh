@@ -20,6 +20,10 @@ cp -L "$(ldconfig -p | awk '/libunwind.so.8 .*x86-64/ {print $NF; exit}')" "$car
 for f in "$build"/samples/*; do
   [ -f "$f" ] && [ -x "$f" ] && put "samples/$(basename "$f")"
 done
+# The corpus's cuda-samples, where built here (CORPUS_BUILD_ONLY=1 scripts/gpu-corpus.sh BUILD_DIR): whole, like the samples.
+for f in "$build"/corpus/*; do
+  [ -f "$f" ] && [ -x "$f" ] && put "corpus/$(basename "$f")"
+done
 put tests/samples/test_samples strip
 for t in test_cuda_exit_paths cuda_exit_paths test_threads threads_stress test_other_profilers; do
   [ -e "$build/tests/robustness/$t" ] && put "tests/robustness/$t" strip

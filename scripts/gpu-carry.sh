@@ -21,8 +21,10 @@ for f in "$build"/samples/*; do
   [ -f "$f" ] && [ -x "$f" ] && put "samples/$(basename "$f")"
 done
 # The corpus's cuda-samples, where built here (CORPUS_BUILD_ONLY=1 scripts/gpu-corpus.sh BUILD_DIR): whole, like the samples.
+# Each with the checksum of its sources, NAME.sha256, by which gpu-corpus.sh knows not to build it again.
 for f in "$build"/corpus/*; do
-  [ -f "$f" ] && [ -x "$f" ] && put "corpus/$(basename "$f")"
+  case $f in *.build.log) continue ;; esac
+  [ -f "$f" ] && put "corpus/$(basename "$f")"
 done
 put tests/samples/test_samples strip
 for t in test_cuda_exit_paths cuda_exit_paths test_threads threads_stress test_other_profilers; do

@@ -5,8 +5,8 @@
 # own clocks (CLOCK lines).
 #
 # (1) Builds each cuda-sample into BUILD_DIR/corpus/ with nvcc -O2 -g -arch=sm_90 (NVCC, default nvcc on PATH or
-#     /usr/local/cuda/bin/nvcc), unless a binary newer than its source is already there (built here and carried:
-#     scripts/gpu-carry.sh carries BUILD_DIR/corpus/). CORPUS_BUILD_ONLY=1: stop after building (OUTDIR optional).
+#     /usr/local/cuda/bin/nvcc), unless the binary there was built from the same sources (NAME.sha256 beside it:
+#     built here and carried, scripts/gpu-carry.sh carries BUILD_DIR/corpus/). CORPUS_BUILD_ONLY=1: stop after building (OUTDIR optional).
 # (2) Runs each program bare (NAME.bare.out/.err: its own output and CLOCK lines) and under
 #     `asynccheck --format=json --output=OUTDIR/NAME.json --save=OUTDIR/NAME.rec --log-file=OUTDIR/NAME.summary.txt`
 #     (NAME.checked.out/.err), each under a timeout. A program that fails prints a FAIL line; the script goes on and
@@ -32,10 +32,13 @@ samples="simpleStreams asyncAPI simpleCudaGraphs UnifiedMemoryStreams simpleMult
 build_one() {  # build_one NAME: BUILD_DIR/corpus/NAME from corpus/cuda-samples/NAME/NAME.cu
   local name=$1 extra=()
   local source=$src/corpus/cuda-samples/$name/$name.cu
-  if [ -x "$bin/$name" ] && [ "$bin/$name" -nt "$source" ]; then return 0; fi
+  local sum
+  sum=$(cat "$source" "$src"/corpus/cuda-samples/Common/*.h | sha256sum | cut -d' ' -f1)
+  if [ -x "$bin/$name" ] && [ "$(cat "$bin/$name.sha256" 2>/dev/null)" = "$sum" ]; then return 0; fi
   [ "$name" = UnifiedMemoryStreams ] && extra=(-Xcompiler -fopenmp -lcublas -lgomp)
+  rm -f "$bin/$name.sha256"
   "$nvcc" -O2 -g -arch=sm_90 -I"$src/corpus/cuda-samples/Common" -o "$bin/$name" "$source" "${extra[@]}" \
-    >"$bin/$name.build.log" 2>&1
+    >"$bin/$name.build.log" 2>&1 && echo "$sum" >"$bin/$name.sha256"
 }
 pids=()
 for name in $samples; do

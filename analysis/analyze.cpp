@@ -362,23 +362,36 @@ class Analyzer {
     ev.scope = s.kind;
     ev.running_op = running_[ci];
     const bool waited_for_scope = ev.running_op < 0;  // else only its own transfer can have held it
-    const uint64_t hi = c.end_ns + opt_.release_window_ns;
+    // Its own transfer, if a rule says the call does it before returning: held for as long as the transfer ran
+    // while it held the host, however late the DMA of the last staged chunk ends (behind other processes' copies
+    // on a shared GPU). Otherwise its own transfer only if it ended by the release window.
+    const bool does_own_transfer = out_.predicted[ci].may_hold_host();
+    auto effective_end = [&](const GpuOp& op) { return std::min(op.end_ns, c.end_ns); };
+    int64_t best = -1;
+    for (size_t oi : idx_.corr->ops_of(ci)) {
+      const GpuOp& op = log_.ops[oi];
+      if (op.start_ns == 0 || op.end_ns <= c.start_ns || !in_scope(ci, s, oi, false)) continue;
+      if (does_own_transfer ? op.start_ns >= c.end_ns : op.end_ns > c.end_ns + opt_.release_window_ns) continue;
+      if (best < 0 || effective_end(op) > effective_end(log_.ops[static_cast<size_t>(best)])) best = static_cast<int64_t>(oi);
+    }
+    // Else the last work in its scope to end while it held the host, enqueued before it began.
+    const uint64_t hi = c.end_ns + opt_.gpu_gap_ns;
     auto first = std::upper_bound(idx_.ops_by_end.begin(), idx_.ops_by_end.end(), c.start_ns,
                                   [&](uint64_t t, size_t oi) { return t < log_.ops[oi].end_ns; });
-    int64_t best = -1;
-    for (auto it = first; it != idx_.ops_by_end.end() && log_.ops[*it].end_ns <= hi; ++it) {
-      const size_t oi = *it;
-      const GpuOp& op = log_.ops[oi];
-      if (op.start_ns == 0) continue;  // untimed work proves nothing
-      if (best >= 0 && op.end_ns == log_.ops[static_cast<size_t>(best)].end_ns) continue;  // ties: the first
-      const bool own = is_own(op, c);
-      if (own) {
-        if (!in_scope(ci, s, oi, false)) continue;
-      } else {
-        if (!waited_for_scope || s.kind == WaitScope::None || op.end_ns > c.end_ns + opt_.gpu_gap_ns) continue;
+    int64_t other = -1;
+    if (waited_for_scope && s.kind != WaitScope::None) {
+      for (auto it = first; it != idx_.ops_by_end.end() && log_.ops[*it].end_ns <= hi; ++it) {
+        const size_t oi = *it;
+        const GpuOp& op = log_.ops[oi];
+        if (op.start_ns == 0 || is_own(op, c)) continue;  // untimed work proves nothing; own work: above
+        if (other >= 0 && op.end_ns == log_.ops[static_cast<size_t>(other)].end_ns) continue;  // ties: the first
         if (idx_.enqueue_ns[oi] > s.enqueued_by || !in_scope(ci, s, oi, false)) continue;
+        other = static_cast<int64_t>(oi);
       }
-      best = static_cast<int64_t>(oi);
+    }
+    if (other >= 0 && (best < 0 || effective_end(log_.ops[static_cast<size_t>(other)]) >
+                                       effective_end(log_.ops[static_cast<size_t>(best)]))) {
+      best = other;
     }
     if (best < 0 && waited_for_scope && out_.predicted[ci].may_hold_host()) {
       for (size_t oi : idx_.untimed) {

@@ -1,4 +1,5 @@
 #include "analysis/compact.h"
+#include "analysis/median_sketch.h"
 
 #include "analysis/compactor.h"  // on_legacy_stream
 #include "analysis/correlation.h"
@@ -386,7 +387,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     const ApiCall& c = log.calls[f.call];
     const SiteKey key = key_of(f);
     auto [it, fresh] = site_index.try_emplace(key, carried.findings.size());
-    if (fresh) carried.findings.push_back({c.stack, c.name, f.rule, 0, 0, 0, 0, c.nvtx_range});
+    if (fresh) carried.findings.push_back({c.stack, c.name, f.rule, 0, 0, 0, 0, c.nvtx_range, 0, 0, 0, {}});
     CarriedSite& s = carried.findings[it->second];
     const uint64_t t = f.rule == rules::RuleId::LegacyStreamSerialization ? f.gpu_delay_ns : f.held_ns;
     ++s.count;
@@ -394,6 +395,7 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     s.waited_ns += f.rule == rules::RuleId::LegacyStreamSerialization ? t : f.waited_ns;
     s.own_ns += f.rule == rules::RuleId::LegacyStreamSerialization ? 0 : f.own_ns;
     s.below += f.below_threshold ? 1 : 0;
+    ++s.median_sketch[sketch_bucket(t)];
     s.max_ns = std::max(s.max_ns, t);
     s.bytes += c.call.bytes;
   }

@@ -172,6 +172,7 @@ struct CarriedSite {
   uint64_t waited_ns = 0;   // Finding::waited_ns, summed
   uint64_t own_ns = 0;      // Finding::own_ns, summed
   uint64_t below = 0;       // findings below the threshold (Finding::below_threshold), of `count`
+  std::map<uint16_t, uint64_t> median_sketch;  // the times summed in total_ns, in median_sketch.h's buckets
 };
 
 // What compaction dropped from the log, so that the analysis of the smaller log reports exactly what the whole

@@ -298,7 +298,14 @@ void write_carried(std::ostream& o, const Carried& c) {
     // Optional like the call's last field: the site's NVTX range is part of its key (compact.h). Then the split of
     // the held time into waited and own, and how many findings were below the threshold (always written now;
     // without them, as written before the split existed, the time counts as waited, every finding over it).
-    o << ' ' << s.nvtx_range << ' ' << s.waited_ns << ' ' << s.own_ns << ' ' << s.below;
+    o << ' ' << s.nvtx_range << ' ' << s.waited_ns << ' ' << s.own_ns << ' ' << s.below << ' ';
+    // The median sketch (median_sketch.h): bucket:calls, comma-separated.
+    bool first = true;
+    for (const auto& [bucket, calls] : s.median_sketch) {
+      o << (first ? "" : ",") << bucket << ':' << calls;
+      first = false;
+    }
+    if (first) o << '-';
     o << '\n';
   }
 }
@@ -469,9 +476,9 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       if (!f.ok()) return fail(what);
       log.carried.not_observed[rule] = count;
     } else if (tag == "carried_site") {
-      if (f.size() != 8 && f.size() != 9 && f.size() != 12) {
-        f.fail("expected 7, 8 or 11 fields after 'carried_site', got " + std::to_string(f.size() - 1) +
-               " (carried_site stack name rule count total_ns max_ns bytes [nvtx [waited_ns own_ns below]])");
+      if (f.size() != 8 && f.size() != 9 && f.size() != 13) {
+        f.fail("expected 7, 8 or 12 fields after 'carried_site', got " + std::to_string(f.size() - 1) +
+               " (carried_site stack name rule count total_ns max_ns bytes [nvtx [waited_ns own_ns below sketch]])");
         return fail(what);
       }
       CarriedSite site;
@@ -484,7 +491,7 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       site.bytes = f.num<uint64_t>("bytes");
       if (f.size() >= 9) {
         site.nvtx_range = f.num<uint32_t>("nvtx");
-        if (f.ok() && site.nvtx_range == 0 && f.size() == 12) {
+        if (f.ok() && site.nvtx_range == 0 && f.size() == 13) {
           // no range: written as 0 when the fields after it are
         } else if (f.ok() && (site.nvtx_range == 0 || site.nvtx_range > log.nvtx_ranges.size())) {
           f.fail("field 'nvtx': NVTX range " + std::to_string(site.nvtx_range) + " was not declared by an 'nvtx' line (valid: 1 to " +
@@ -492,10 +499,33 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
         }
       }
       site.waited_ns = site.total_ns;
-      if (f.size() == 12) {
+      if (f.size() == 13) {
         site.waited_ns = f.num<uint64_t>("waited_ns");
         site.own_ns = f.num<uint64_t>("own_ns");
         site.below = f.num<uint64_t>("below");
+        const std::string sketch = f.text("sketch");
+        uint64_t in_sketch = 0;
+        if (f.ok() && sketch != "-") {
+          std::istringstream parts(sketch);
+          std::string part;
+          while (f.ok() && std::getline(parts, part, ',')) {
+            unsigned bucket = 0;
+            unsigned long long calls = 0;
+            char colon = 0;
+            std::istringstream one(part);
+            if (!(one >> bucket >> colon >> calls) || colon != ':' || !one.eof() || bucket > 1024 || calls == 0 ||
+                site.median_sketch.count(static_cast<uint16_t>(bucket))) {
+              f.fail("field 'sketch': '" + part + "' is not bucket:calls (a bucket 0 to 1024 once, calls at least 1)");
+              break;
+            }
+            site.median_sketch[static_cast<uint16_t>(bucket)] = calls;
+            in_sketch += calls;
+          }
+          if (f.ok() && in_sketch != site.count) {
+            f.fail("field 'sketch': " + std::to_string(in_sketch) + " calls in its buckets, 'count' says " +
+                   std::to_string(site.count));
+          }
+        }
         if (f.ok() && site.waited_ns + site.own_ns != site.total_ns && site.rule != rules::RuleId::LegacyStreamSerialization) {
           f.fail("fields 'waited_ns' and 'own_ns' must add up to 'total_ns' (" + std::to_string(site.total_ns) + ")");
         }

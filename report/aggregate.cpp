@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <map>
 
+#include "analysis/median_sketch.h"
 #include "report/baseline.h"
 #include "report/report.h"
 
@@ -73,6 +74,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
   std::map<std::string, size_t> index;  // site_key -> row
   std::vector<SiteRow> rows;
   std::vector<std::vector<uint64_t>> samples;
+  std::vector<MedianSketch> sketches;  // per row: every finding's time, carried ones included
   std::vector<std::vector<std::pair<uint32_t, uint64_t>>> ranges;  // per row: NVTX range id -> findings
   for (size_t i = 0; i < analysis.findings.size(); ++i) {
     const Finding& f = analysis.findings[i];
@@ -93,6 +95,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
       row.gpu_side = f.rule == rules::RuleId::LegacyStreamSerialization;
       rows.push_back(std::move(row));
       samples.emplace_back();
+      sketches.emplace_back();
       ranges.emplace_back();
     }
     SiteRow& row = rows[it->second];
@@ -112,9 +115,10 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     row.bytes += c.call.bytes;
     count_range(ranges[it->second], c.nvtx_range, 1);
     samples[it->second].push_back(t);
+    ++sketches[it->second][sketch_bucket(t)];
   }
   // Findings that compaction folded away (analysis/compact.h): their counts, times and bytes join their row; the
-  // row always exists, since each key's first finding is kept. The median is that of the kept samples.
+  // row always exists, since each key's first finding is kept. The median comes from every finding's bucket (median_sketch.h).
   for (const CarriedSite& cs : log.carried.findings) {
     CallSite site;
     if (cs.stack > 0 && cs.stack <= sites.size()) site = sites[cs.stack - 1];
@@ -127,6 +131,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     row.waited_ns += cs.waited_ns;
     row.own_ns += cs.own_ns;
     row.below += cs.below;
+    for (const auto& [bucket, n] : cs.median_sketch) sketches[it->second][bucket] += n;
     row.max_ns = std::max(row.max_ns, cs.max_ns);
     row.bytes += cs.bytes;
     count_range(ranges[it->second], cs.nvtx_range, cs.count);
@@ -138,6 +143,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     if (rows[r].below == rows[r].count && !adds_up) continue;
     if (kept.size() != r) {
       samples[kept.size()] = std::move(samples[r]);
+      sketches[kept.size()] = std::move(sketches[r]);
       ranges[kept.size()] = std::move(ranges[r]);
     }
     kept.push_back(std::move(rows[r]));
@@ -147,7 +153,11 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     rows[r].fingerprint = fingerprint(rows[r]);
     auto& s = samples[r];
     std::nth_element(s.begin(), s.begin() + static_cast<long>(s.size() / 2), s.end());
-    rows[r].median_ns = s[s.size() / 2];
+    // Exact while every call's time is a sample; from the sketch beyond, so that a compacted log (which keeps
+    // kExactMedianCalls samples of each key) reports the same median.
+    rows[r].median_ns = rows[r].count <= kExactMedianCalls && s.size() == rows[r].count
+                            ? s[s.size() / 2]
+                            : std::min(rows[r].max_ns, sketch_median(sketches[r]));
     rows[r].nvtx = resolve_ranges(log, ranges[r]);
   }
   // Worst first: by time lost, then the more severe level, then the first seen.

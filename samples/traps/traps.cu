@@ -120,11 +120,11 @@ int main(int argc, char** argv) {
         CHECK(cudaFree(big));
         CHECK(cudaFree(small));
     } else if (std::strcmp(mode, "stream_sync_after_launches") == 0) {
-        load_kernels();
+        load_kernels(); const int launches = argc > 2 ? std::atoi(argv[2]) : 60000;  // the recording: 20000
         cudaStream_t s;
         CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
         CHECK(cudaDeviceSynchronize());
-        for (int i = 0; i < 60000; ++i) {
+        for (int i = 0; i < launches; ++i) {
             spin<<<1, 1, 0, s>>>(10'000);  // 10 us each: longer than a launch, so the queue fills
         }
         CHECK(cudaGetLastError());

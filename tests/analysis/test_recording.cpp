@@ -275,8 +275,8 @@ TEST(Recording, BadNvtxLinesGetPreciseErrors) {
       {"carried site undeclared", head + "nvtx 1 %00 forward\ncarried_site 0 0 undocumented-block 1 10 10 0 2\n",
        "line 4: field 'nvtx': NVTX range 2 was not declared by an 'nvtx' line (valid: 1 to 1, or no field for none)"},
       {"carried site fields", head + "carried_site 0 0 undocumented-block 1 10 10 0 1 1\n",
-       "line 3: expected 7, 8 or 11 fields after 'carried_site', got 9 (carried_site stack name rule count total_ns "
-       "max_ns bytes [nvtx [waited_ns own_ns below]])"},
+       "line 3: expected 7, 8 or 12 fields after 'carried_site', got 9 (carried_site stack name rule count total_ns "
+       "max_ns bytes [nvtx [waited_ns own_ns below sketch]])"},
   };
   for (const BadCase& c : cases) {
     std::stringstream in(c.text);

@@ -157,6 +157,14 @@ class Analyzer {
           d.stream_ordered_pointer = stream_ordered.erase(c.handle) > 0;
           break;
         case ApiKind::KernelLaunch: d.first_launch = launched.insert(c.function).second; break;
+        case ApiKind::GraphLaunch:
+          for (size_t oi : idx_.corr->ops_of(static_cast<size_t>(&c - log_.calls.data()))) {
+            const GpuOp& op = log_.ops[oi];
+            d.pageable_copy_node = d.pageable_copy_node || (op.kind == GpuOpKind::Memcpy &&
+                                    (memory_kind_from_activity(op.src_kind) == MemoryKind::Pageable ||
+                                     memory_kind_from_activity(op.dst_kind) == MemoryKind::Pageable));
+          }
+          break;
         case ApiKind::Copy:
         case ApiKind::Memset: confirm_memory_kinds(c, d); break;
         default: break;
@@ -271,6 +279,9 @@ class Analyzer {
           s.own_kernels = true;
         }
         break;  // a first launch: loading a module may synchronize the whole context
+      case ApiKind::GraphLaunch:  // a pageable memcpy node: it waits for its stream, up to that node
+        if (p.may_hold_host()) s.kind = WaitScope::Stream;
+        break;
       case ApiKind::StreamSynchronize: s.kind = WaitScope::Stream; break;
       case ApiKind::EventSynchronize:
         if (event_record_[ci] >= 0) {  // the stream the event was last recorded in, up to that record

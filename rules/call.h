@@ -86,6 +86,9 @@ struct CallDescription {
   // command was recorded into a graph, not executed, so no rule about its execution applies. Set by the analysis
   // from the capture calls before it; never recorded.
   bool captured = false;
+  // A graph launch whose graph holds a memcpy node that copied to or from pageable host memory, as the driver's
+  // activity records of the launch say. Set by the analysis; never recorded.
+  bool pageable_copy_node = false;
   Environment env;
   bool operator==(const CallDescription&) const = default;  // compaction checks descriptions survive (compact.h)
 };

@@ -91,7 +91,9 @@ Prediction predict_host(const CallDescription& c) {
     case ApiKind::Copy: return predict_copy(c);
     case ApiKind::Memset: return predict_memset(c);
     case ApiKind::KernelLaunch: return predict_launch(c);
-    case ApiKind::GraphLaunch: return host_only(RuleId::GraphLaunch, HostBehavior::Asynchronous);
+    case ApiKind::GraphLaunch:
+      return c.pageable_copy_node ? host_only(RuleId::GraphPageableCopyNode, HostBehavior::ReturnsWhenCopyCompletes)
+                                  : host_only(RuleId::GraphLaunch, HostBehavior::Asynchronous);
     case ApiKind::StreamCreate: return host_only(RuleId::StreamCreate, HostBehavior::Asynchronous);
     case ApiKind::StreamDestroy: return host_only(RuleId::StreamDestroy, HostBehavior::Asynchronous);
     case ApiKind::DeviceAlloc:

@@ -486,9 +486,10 @@ TEST(AnalyzeCapture, CallsTheCaptureRefusedAreNotJudged) {
   EXPECT_EQ(a.captured_calls, 0u);
 }
 
-// A graph launch is measured like a launch: documented asynchronous, so it is reported only when it held the host
-// (as an undocumented block, with its own work as evidence), and a fast one is neither reported nor counted. The
-// stream synchronization after it is the real wait.
+// A graph launch is measured like a launch: documented asynchronous, and a fast one is neither reported nor counted.
+// One whose graph holds a memcpy node into pageable memory (the activity record says so) returns only once that
+// node has copied: graph-pageable-copy-node, its own copy as evidence. The stream synchronization after it is the
+// real wait of the other.
 TEST(AnalyzeCapture, GraphLaunchesAreMeasuredLikeLaunches) {
   Builder b;
   const uint64_t s = 0x5000;
@@ -505,9 +506,12 @@ TEST(AnalyzeCapture, GraphLaunchesAreMeasuredLikeLaunches) {
   EXPECT_EQ(a.captured_calls, 0u);
   ASSERT_EQ(a.findings.size(), 2u);
   EXPECT_EQ(a.findings[0].call, 2u);
-  EXPECT_EQ(a.findings[0].rule, RuleId::UndocumentedBlock);
-  EXPECT_EQ(a.findings[0].predicted, RuleId::GraphLaunch);
+  EXPECT_EQ(a.findings[0].rule, RuleId::GraphPageableCopyNode);
+  EXPECT_EQ(a.findings[0].predicted, RuleId::GraphPageableCopyNode);
+  EXPECT_EQ(a.findings[0].level, rules::Level::Warning);
   EXPECT_EQ(a.findings[0].evidence.by, ReleasedBy::OwnWork);
+  EXPECT_EQ(a.findings[0].waited_ns, 3 * kMs + 975 * kUs);  // until its copy node ended; then 5 us of its own
+  EXPECT_TRUE(a.described[1].pageable_copy_node == false && a.described[2].pageable_copy_node);
   EXPECT_EQ(a.findings[1].call, 3u);
   EXPECT_EQ(a.findings[1].rule, RuleId::StreamSynchronize);
   EXPECT_EQ(a.findings[1].evidence.by, ReleasedBy::EarlierWorkSameStream);

@@ -46,6 +46,7 @@ class Call {
   Call wait(WaitMode m) const { return with([m](CallDescription& c) { c.wait_mode = m; }); }
   Call loading(ModuleLoading l) const { return with([l](CallDescription& c) { c.env.module_loading = l; }); }
   Call launch_blocking() const { return with([](CallDescription& c) { c.env.launch_blocking = true; }); }
+  Call pageable_node() const { return with([](CallDescription& c) { c.pageable_copy_node = true; }); }
   const CallDescription& desc() const { return d_; }
 
   friend Call copy(D dir, M src, M dst, uint64_t n);
@@ -280,6 +281,8 @@ const std::vector<Positive>& positive_cases() {
       P("LaunchBlockingEnvOutranksFirstLaunch", launch().on(S::Blocking).first().launch_blocking(),
         R::LaunchBlockingEnv, H::FullySynchronous),
       P("GraphLaunch", api(ApiKind::GraphLaunch).on(S::Blocking), R::GraphLaunch, H::Asynchronous),
+      P("GraphLaunchWithAPageableCopyNode", api(ApiKind::GraphLaunch).on(S::Blocking).pageable_node(),
+        R::GraphPageableCopyNode, H::ReturnsWhenCopyCompletes),
       // ---- anything else ----
       P("OtherCall", api(ApiKind::Other), R::UndocumentedBlock, H::NotDocumented),
   };
@@ -456,6 +459,8 @@ const std::vector<Negative>& negative_cases() {
       N("NotFirstLaunchLazyLoading", launch().on(S::Blocking).loading(ModuleLoading::Lazy), R::FirstLaunchLazyLoading,
         R::LaunchAsync),
       N("KernelLaunchIsNotGraphLaunch", launch().on(S::Blocking), R::GraphLaunch, R::LaunchAsync),
+      N("GraphWithoutPageableNodeIsAsync", api(ApiKind::GraphLaunch).on(S::Blocking), R::GraphPageableCopyNode,
+        R::GraphLaunch),
       // ---- anything else ----
       N("CacheConfigIsDocumented", api(ApiKind::CacheConfig), R::UndocumentedBlock, R::CacheConfig),
       N("StreamCreateIsDocumented", api(ApiKind::StreamCreate), R::UndocumentedBlock, R::StreamCreate),

@@ -21,27 +21,6 @@ using rules::StreamKind;
 // Special stream handles and flags: analysis/events.h.
 constexpr uint32_t kBlockingSyncFlag = 0x1;   // cudaEventBlockingSync == CU_EVENT_BLOCKING_SYNC
 
-bool takes_stream(ApiKind api) {
-  switch (api) {
-    case ApiKind::Copy:
-    case ApiKind::Memset:
-    case ApiKind::KernelLaunch:
-    case ApiKind::GraphLaunch:
-    case ApiKind::StreamSynchronize:
-    case ApiKind::StreamQuery:
-    case ApiKind::StreamWaitEvent:
-    case ApiKind::EventRecord:
-    case ApiKind::StreamOrderedAlloc:
-    case ApiKind::StreamOrderedFree:
-    case ApiKind::CaptureBegin:
-    case ApiKind::CaptureEnd:
-      return true;
-    default:
-      return false;
-  }
-}
-
-
 bool is_own(const GpuOp& op, const ApiCall& c) {
   return op.correlation_id == c.correlation_id ||
          (c.driver_correlation_id != 0 && op.correlation_id == c.driver_correlation_id);
@@ -109,10 +88,8 @@ class Analyzer {
   }
 
   StreamKind stream_kind_of(const ApiCall& c, const std::unordered_map<uint64_t, StreamKind>& streams) const {
-    const rules::CallDescription& d = c.call;
-    if (rules::uses_implicit_default_stream(d) || c.stream == 0) return d.per_thread_variant ? StreamKind::PerThreadDefault : StreamKind::LegacyDefault;
-    if (c.stream == kStreamLegacyHandle) return StreamKind::LegacyDefault;
-    if (c.stream == kStreamPerThreadHandle) return StreamKind::PerThreadDefault;
+    const StreamKind named = rules::default_stream_named(c.call, c.stream);
+    if (named != StreamKind::Unknown) return named;
     auto it = streams.find(c.stream);
     return it == streams.end() ? StreamKind::Unknown : it->second;
   }
@@ -130,7 +107,7 @@ class Analyzer {
     for (const ApiCall& c : log_.calls) {
       rules::CallDescription d = c.call;
       d.env = log_.run.env;
-      if (takes_stream(d.api)) d.stream = stream_kind_of(c, streams);
+      if (rules::traits(d.api).takes_stream || rules::uses_implicit_default_stream(d)) d.stream = stream_kind_of(c, streams);
       d.captured = false;  // ours to decide, from the capture calls before it
       if (capture.observe(c, d)) out_.capture_state_calls.push_back(static_cast<size_t>(&c - log_.calls.data()));
       switch (d.api) {
@@ -203,7 +180,7 @@ class Analyzer {
     for (size_t i = 0; i < log_.ops.size(); ++i) {
       if (log_.ops[i].kind == GpuOpKind::Sync || idx_.enqueue_ns[i] == 0) continue;
       const auto c = static_cast<size_t>(idx_.corr->producer(i));  // enqueue_ns != 0: it has one
-      if (blocking_kind(out_.described[c].stream) && takes_stream(out_.described[c].api)) {
+      if (blocking_kind(out_.described[c].stream) && rules::traits(out_.described[c].api).takes_stream) {
         blocking_ops.push_back(i);
       }
     }
@@ -431,6 +408,9 @@ class Analyzer {
             log_.ops[static_cast<size_t>(prev)].end_ns > c.start_ns) {
           ev.behind_op = prev;
         }
+        // Nothing held it back: the time before its transfer began was the call's own (setting the copy up,
+        // staging its first chunk), and only the transfer is waited for.
+        if (ev.behind_op < 0) waited = std::min(op.end_ns, c.end_ns) - op.start_ns;
       }
     } else if (s.kind == WaitScope::Stream &&
                ((own != UINT32_MAX && op.stream_id == own) || in_scope(ci, s, static_cast<size_t>(best), true))) {

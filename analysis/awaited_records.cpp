@@ -6,14 +6,9 @@
 namespace asynccheck {
 
 bool expects_work_record(const ApiCall& c) {
-  using rules::ApiKind;
-  switch (c.call.api) {
-    case ApiKind::Copy:
-    case ApiKind::Memset: return c.result == 0 && c.call.bytes != 0;  // an empty copy enqueues nothing
-    case ApiKind::KernelLaunch:
-    case ApiKind::GraphLaunch: return c.result == 0;
-    default: return false;
-  }
+  if (!rules::traits(c.call.api).expects_record || c.result != 0) return false;
+  const bool transfer = c.call.api == rules::ApiKind::Copy || c.call.api == rules::ApiKind::Memset;
+  return !transfer || c.call.bytes != 0;  // an empty copy enqueues nothing
 }
 
 bool gets_several_records(const ApiCall& c) {

@@ -51,11 +51,8 @@ void Compactor::remember_launches(const std::vector<ApiCall>& calls) {
 }
 
 bool on_legacy_stream(const ApiCall& c) {
-  if (c.call.per_thread_variant) return false;
-  return rules::uses_implicit_default_stream(c.call) ||
-         ((c.stream == 0 || c.stream == kStreamLegacyHandle) &&
-          (c.call.api == rules::ApiKind::KernelLaunch || c.call.api == rules::ApiKind::Copy ||
-           c.call.api == rules::ApiKind::Memset || c.call.api == rules::ApiKind::GraphLaunch));
+  return rules::enqueues_stream_work(c.call.api) &&
+         rules::default_stream_named(c.call, c.stream) == rules::StreamKind::LegacyDefault;
 }
 
 bool sheddable(const ApiCall& c, bool function_launched_before, uint64_t threshold_ns) {

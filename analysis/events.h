@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "rules/api_traits.h"
 #include "rules/call.h"
 #include "rules/catalog.h"
 
@@ -16,8 +17,8 @@ enum class Domain : uint8_t { Runtime, Driver };
 
 // Stream handles and creation flags with a meaning of their own, as ApiCall records them (the runtime and the
 // driver API define the same values).
-inline constexpr uint64_t kStreamLegacyHandle = 0x1;     // cudaStreamLegacy == CU_STREAM_LEGACY
-inline constexpr uint64_t kStreamPerThreadHandle = 0x2;  // cudaStreamPerThread == CU_STREAM_PER_THREAD
+using rules::kStreamLegacyHandle;     // cudaStreamLegacy == CU_STREAM_LEGACY
+using rules::kStreamPerThreadHandle;  // cudaStreamPerThread == CU_STREAM_PER_THREAD
 inline constexpr uint32_t kStreamNonBlockingFlag = 0x1;  // cudaStreamNonBlocking == CU_STREAM_NON_BLOCKING
 
 // One watched API call, as seen by the CUPTI callbacks on the calling thread.

@@ -20,7 +20,6 @@ BlockingStreams::BlockingStreams() : id_(g_instances.fetch_add(1, std::memory_or
 void BlockingStreams::observe(const ApiCall& c) {
   if (others_possible()) return;  // nothing left to learn
   const rules::CallDescription& d = c.call;
-  if (d.per_thread_variant || c.stream == kStreamPerThreadHandle) return set();
   switch (d.api) {
     case rules::ApiKind::StreamCreate: {
       // A blocking stream matters once it is given work (a call on it, below): creating one is not enough. Its
@@ -42,7 +41,12 @@ void BlockingStreams::observe(const ApiCall& c) {
     }
     default: break;
   }
-  if (c.stream == 0 || c.stream == kStreamLegacyHandle) return;
+  if (!rules::traits(d.api).takes_stream && !rules::uses_implicit_default_stream(d)) return;
+  switch (rules::default_stream_named(d, c.stream)) {
+    case rules::StreamKind::PerThreadDefault: return set();  // it synchronizes with the legacy stream
+    case rules::StreamKind::LegacyDefault: return;
+    default: break;
+  }
   const uint64_t generation = generation_.load(std::memory_order_relaxed);
   if (t_cache.owner == id_ && t_cache.generation == generation && t_cache.stream == c.stream) return;
   std::lock_guard lock(mu_);

@@ -1,5 +1,7 @@
 #include "predict.h"
 
+#include "api_traits.h"
+
 namespace asynccheck::rules {
 namespace {
 
@@ -144,49 +146,10 @@ Prediction predict_host(const CallDescription& c) {
 
 }  // namespace
 
-// Commands that enter a stream: on the legacy default stream they serialize with every blocking stream.
-bool enqueues_stream_work(ApiKind api) {
-  switch (api) {
-    case ApiKind::Copy:
-    case ApiKind::Memset:
-    case ApiKind::KernelLaunch:
-    case ApiKind::GraphLaunch:
-    case ApiKind::StreamWaitEvent:
-    case ApiKind::EventRecord:
-    case ApiKind::StreamOrderedAlloc:
-    case ApiKind::StreamOrderedFree:
-      return true;
-    default:
-      return false;
-  }
-}
+bool enqueues_stream_work(ApiKind api) { return traits(api).enqueues_work; }
 
-bool changes_state(ApiKind api) {
-  switch (api) {
-    case ApiKind::StreamCreate:
-    case ApiKind::StreamDestroy:
-    case ApiKind::EventCreate:
-    case ApiKind::DeviceAlloc:
-    case ApiKind::PinnedAlloc:
-    case ApiKind::HostRegister:
-    case ApiKind::HostUnregister:
-    case ApiKind::ManagedAlloc:
-    case ApiKind::StreamOrderedAlloc:
-    case ApiKind::StreamOrderedFree:
-    case ApiKind::Free:
-    case ApiKind::FreeHost:
-    case ApiKind::CaptureBegin:
-    case ApiKind::CaptureEnd:
-    case ApiKind::CacheConfig:
-      return true;
-    default:
-      return false;
-  }
-}
+bool changes_state(ApiKind api) { return traits(api).changes_state; }
 
-bool uses_implicit_default_stream(const CallDescription& c) {
-  return (c.api == ApiKind::Copy || c.api == ApiKind::Memset) && !c.async_form;
-}
 
 bool is_host_memory(MemoryKind k) { return k == MemoryKind::Pageable || k == MemoryKind::Pinned; }
 bool is_device_memory(MemoryKind k) { return k == MemoryKind::Device || k == MemoryKind::Array; }

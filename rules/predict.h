@@ -5,6 +5,7 @@
 #include <optional>
 #include <string_view>
 
+#include "api_traits.h"
 #include "call.h"
 #include "catalog.h"
 
@@ -60,8 +61,6 @@ bool enqueues_stream_work(ApiKind api);
 // far behind it falls (analysis/compactor.h).
 bool changes_state(ApiKind api);
 
-// Synchronous copy and memset forms take no stream argument: they are issued to the default stream.
-bool uses_implicit_default_stream(const CallDescription& call);
 
 // Resolves cudaMemcpyDefault/unknown directions from the memory kinds (unified addressing); keeps an explicit
 // direction as given.

@@ -1619,3 +1619,43 @@ TEST(CompactorFuzz, RandomRunsFollowingTheRecordsThatCame) {
 
 }  // namespace
 }  // namespace asynccheck
+
+namespace asynccheck {
+namespace {
+
+// The capture, the compaction and the analysis read one table for which stream a call uses (rules/api_traits.h):
+// a _ptsz launch given cudaStreamLegacy is legacy-stream work for all of them (it was not for the compaction, which
+// could then shed it without a stack), and an event record on the legacy stream is legacy-stream work too.
+TEST(LegacyStream, OneAnswerForTheAnalysisAndTheCompaction) {
+  EventLog log;
+  log.api_names = {"cudaLaunchKernel"};
+  ApiCall c;
+  c.correlation_id = 1;
+  c.start_ns = 1000;
+  c.end_ns = 2000;
+  c.call.api = rules::ApiKind::KernelLaunch;
+  c.call.per_thread_variant = true;
+  c.stream = kStreamLegacyHandle;
+  c.function = 0x10;
+  log.calls.push_back(c);
+  ApiCall record = c;
+  record.correlation_id = 2;
+  record.start_ns = 3000;
+  record.end_ns = 3100;
+  record.call.api = rules::ApiKind::EventRecord;
+  record.call.per_thread_variant = false;
+  record.stream = 0;
+  log.calls.push_back(record);
+  const Analysis a = analyze(log, AnalysisOptions{});
+  for (size_t i = 0; i < log.calls.size(); ++i) {
+    EXPECT_EQ(a.described[i].stream, rules::StreamKind::LegacyDefault) << i;
+    EXPECT_TRUE(on_legacy_stream(log.calls[i])) << i;
+    EXPECT_FALSE(sheddable(log.calls[i], /*function_launched_before=*/true, 100'000)) << i;
+  }
+  ApiCall mine = c;
+  mine.stream = 0;  // stream 0 in a _ptsz entry point: the thread's own default stream
+  EXPECT_FALSE(on_legacy_stream(mine));
+}
+
+}  // namespace
+}  // namespace asynccheck

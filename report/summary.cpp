@@ -57,7 +57,7 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
     return s + " (measured from activity timestamps; the host was not held)";
   }
   // What it waited for, then what followed: the split of its host time (analyze.h, Finding::waited_ns).
-  auto then_own = [&] { return f.own_ns > 0 ? "; then " + format_duration(f.own_ns) + " of its own cost" : std::string(); };
+  auto then_own = [&] { return f.own_ns > 0 ? "; the other " + format_duration(f.own_ns) + " was its own cost" : std::string(); };
   auto running = [&] {
     if (e.running_op < 0) return std::string();
     return "; " + op_text(log.ops[static_cast<size_t>(e.running_op)]) +

@@ -446,7 +446,8 @@ class Analyzer {
     const rules::Prediction& p = out_.predicted[ci];
     const uint64_t held = c.end_ns - c.start_ns;
     const bool documented = p.may_hold_host();
-    if (held < opt_.threshold_ns && !documented) return;  // it cannot have waited past the threshold
+    // Neither a wait past the threshold nor a cost past the cost threshold is possible.
+    if (held < std::min(opt_.threshold_ns, opt_.cost_threshold_ns) && !documented) return;
     Finding f;
     f.call = ci;
     f.held_ns = held;

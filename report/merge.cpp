@@ -74,6 +74,12 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
               ": counts of calls over different thresholds do not add up (valid: reports of runs with one --threshold)";
       return false;
     }
+    if (r.run.cost_threshold_ns != first.run.cost_threshold_ns) {
+      error = "'" + r.path + "' was made with cost threshold " + format_duration_option(r.run.cost_threshold_ns) +
+              ", '" + first.path + "' with " + format_duration_option(first.run.cost_threshold_ns) +
+              ": cost findings over different thresholds do not add up (valid: reports of runs with one --cost-threshold)";
+      return false;
+    }
   }
 
   // The run: what the processes share, and their sums.
@@ -84,6 +90,7 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
   run.args = first.run.args;
   run.pid = 0;
   run.threshold_ns = first.run.threshold_ns;
+  run.cost_threshold_ns = first.run.cost_threshold_ns;
   run.env.module_loading = first.run.env.module_loading;
   run.monitoring = first.run.monitoring;
   run.complete = true;

@@ -379,6 +379,7 @@ Json invocation(const RunInfo& run, const std::string& file) {
   p.set("gpu", str(run.gpu)).set("driver", str(run.driver)).set("cudaRuntime", str(run.cuda_runtime));
   p.set("monitoring", str(run.monitoring)).set("complete", Json::boolean(run.complete));
   p.set("droppedRecords", Json::number(run.dropped_records)).set("thresholdNs", Json::number(run.threshold_ns));
+  p.set("costThresholdNs", Json::number(run.cost_threshold_ns));
   if (run.unanalyzed_calls) p.set("unanalyzedCalls", Json::number(run.unanalyzed_calls));
   Json inv = Json::object();
   inv.set("executionSuccessful", Json::boolean(true)).set("toolExecutionNotifications", notifications(run));

@@ -573,7 +573,8 @@ class TraceWriter {
        << ", \"pid\": " << r.pid << ", \"gpu\": " << q(r.gpu) << ", \"driver\": " << q(r.driver)
        << ", \"monitoring\": " << q(r.monitoring) << ", \"complete\": " << (r.complete ? "true" : "false")
        << ", \"dropped_records\": " << r.dropped_records << ", \"unanalyzed_calls\": " << r.unanalyzed_calls
-       << ", \"threshold_ns\": " << r.threshold_ns << ", \"time_origin_ns\": " << origin_ << ", \"gpu_pid_base\": " << kGpuPidBase
+       << ", \"threshold_ns\": " << r.threshold_ns << ", \"cost_threshold_ns\": " << r.cost_threshold_ns
+       << ", \"time_origin_ns\": " << origin_ << ", \"gpu_pid_base\": " << kGpuPidBase
        << ", \"calls\": " << log_.calls.size() << ", \"gpu_operations\": " << log_.ops.size()
        << ", \"gpu_operations_untimed\": " << untimed_ops_ << ", \"findings\": " << a_.findings.size() - suppressed_
        << ", \"findings_suppressed\": " << suppressed_ << ", \"flagged_marks\": " << flagged_marks_

@@ -45,7 +45,9 @@ std::string rules_markdown() {
   md += "## Levels\n\n";
   md += "A rule's level says how a finding of it is reported when asynccheck observes the call. "
         "**none**: the documentation says the call is asynchronous; asynccheck never flags it. "
-        "**note**: the call is meant to block (explicit synchronization); it is reported only when it held the host. "
+        "**note**: the call is meant to block (explicit synchronization), reported only when it waited for GPU work at "
+        "least `--threshold` (or its site's waits under it add up to `--site-threshold`); the `cost-*` rules are notes "
+        "too: time a call spent on its own, waiting for no GPU work, reported from `--cost-threshold`. "
         "**warning**: an implicit synchronization or serialization the author may not know of. "
         "**error**: an \"Async\" call that the documentation says may block the host.\n\n";
   md += "## CUDA graphs\n\n";

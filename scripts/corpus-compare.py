@@ -59,7 +59,9 @@ def where(site):
     if loc.get("module") == "python":
         return "%s in %s" % (place, function)
     native = "" if loc.get("file") else " (no line)"
-    return "%s in %s%s" % (place, function, native)
+    entry = site.get("library_entry")
+    called = "%s, called at " % entry if entry else ""
+    return "%s%s in %s%s" % (called, place, function, native)
 
 
 def ms(ns):

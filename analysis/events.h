@@ -49,7 +49,9 @@ struct ApiCall {
   bool context_only = false;
 };
 
-enum class GpuOpKind : uint8_t { Memcpy, Memset, Kernel, Sync };
+// Migration: a unified-memory transfer (managed memory paged in or out: CUPTI's unified-memory counters), enqueued
+// by no call; copy_kind says its direction (1 host to device, 2 device to host), bytes how much moved.
+enum class GpuOpKind : uint8_t { Memcpy, Memset, Kernel, Sync, Migration };
 
 // One piece of GPU work (or a GPU-side wait) from a CUPTI activity record.
 struct GpuOp {

@@ -80,11 +80,12 @@ constexpr Names<ModuleLoading, 3> kModuleLoading{{
     {ModuleLoading::Eager, "eager"},
 }};
 constexpr Names<Domain, 2> kDomains{{{Domain::Runtime, "runtime"}, {Domain::Driver, "driver"}}};
-constexpr Names<GpuOpKind, 4> kOpKinds{{
+constexpr Names<GpuOpKind, 5> kOpKinds{{
     {GpuOpKind::Memcpy, "memcpy"},
     {GpuOpKind::Memset, "memset"},
     {GpuOpKind::Kernel, "kernel"},
     {GpuOpKind::Sync, "sync"},
+    {GpuOpKind::Migration, "migration"},
 }};
 constexpr Names<MarkKind, 3> kMarkKinds{{
     {MarkKind::ContextCreated, "context-created"},

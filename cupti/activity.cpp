@@ -144,6 +144,23 @@ void worker() {
 
 }  // namespace
 
+// Unified-memory migrations, where CUPTI can count them (not under MPS, not on every platform): optional evidence,
+// so a refusal only leaves them out (a synchronization that waited for migrations then names none).
+static void enable_migrations() {
+  CUpti_ActivityUnifiedMemoryCounterConfig config[2] = {};
+  const CUpti_ActivityUnifiedMemoryCounterKind kinds[2] = {CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
+                                                           CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH};
+  for (int i = 0; i < 2; ++i) {
+    config[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
+    config[i].kind = kinds[i];
+    config[i].deviceId = 0;
+    config[i].enable = 1;
+  }
+  if (cuptiActivityConfigureUnifiedMemoryCounter(config, 2) == CUPTI_SUCCESS) {
+    (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+  }
+}
+
 void decode_buffer(const uint8_t* buffer, size_t valid, std::vector<GpuOp>& out, std::string* device) {
   CUpti_Activity* record = nullptr;
   while (cuptiActivityGetNextRecord(const_cast<uint8_t*>(buffer), valid, &record) == CUPTI_SUCCESS) {
@@ -198,6 +215,24 @@ void decode_buffer(const uint8_t* buffer, size_t valid, std::vector<GpuOp>& out,
         op.context = r->contextId;
         op.stream_id = r->streamId;
         op.sync_type = static_cast<uint8_t>(r->type);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: {
+        // Managed memory paged between host and device: device work that a synchronization can wait for, which no
+        // call enqueued (correlation id 0).
+        auto* r = reinterpret_cast<const CUpti_ActivityUnifiedMemoryCounter3*>(record);
+        if (r->counterKind != CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD &&
+            r->counterKind != CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH) {
+          continue;
+        }
+        op.kind = GpuOpKind::Migration;
+        op.start_ns = r->start;
+        op.end_ns = r->end;
+        const bool htod = r->counterKind == CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD;
+        op.copy_kind = htod ? 1 : 2;
+        op.device = htod ? r->dstId : r->srcId;
+        op.stream_id = r->streamId;
+        op.bytes = r->value;
         break;
       }
       case CUPTI_ACTIVITY_KIND_DEVICE: {
@@ -276,6 +311,7 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
       return false;
     }
   }
+  enable_migrations();
   if (!s.worker_started) {
     s.worker_started = true;
     // Every signal blocked, so that the program's signals never stop the worker: the report written on a signal

@@ -19,6 +19,9 @@ std::string op_text(const GpuOp& op) {
     case GpuOpKind::Memset: s = "memset " + format_bytes(op.bytes); break;
     case GpuOpKind::Kernel: s = "kernel " + short_function(demangle(op.name)); break;
     case GpuOpKind::Sync: s = "synchronization"; break;
+    case GpuOpKind::Migration:
+      s = std::string("unified-memory migration ") + (op.copy_kind == 2 ? "DtoH " : "HtoD ") + format_bytes(op.bytes);
+      break;
   }
   return s + " (" + format_duration(op.end_ns - op.start_ns) + " on stream " + std::to_string(op.stream_id) + ")";
 }

@@ -475,6 +475,7 @@ class TraceWriter {
       case GpuOpKind::Memset: return "memset " + format_bytes(op.bytes);
       case GpuOpKind::Kernel: return op.name.empty() ? std::string("kernel") : demangled(op.name);
       case GpuOpKind::Sync: return std::string(sync_type_text(op.sync_type));
+      case GpuOpKind::Migration: return std::string("migration ") + (op.copy_kind == 2 ? "DtoH " : "HtoD ") + format_bytes(op.bytes);
     }
     return "?";
   }
@@ -485,6 +486,7 @@ class TraceWriter {
       case GpuOpKind::Memset: return "memset";
       case GpuOpKind::Kernel: return "kernel";
       case GpuOpKind::Sync: return "sync";
+      case GpuOpKind::Migration: return "migration";
     }
     return "gpu";
   }

@@ -112,7 +112,7 @@ done
 
 # The traps sample (samples/traps/expect.txt), one run per mode: its CLOCK lines are on stdout.
 for mode in free_during_kernel first_launch_busy first_launch_idle malloc_idle stream_sync_after_launches \
-  many_small_syncs graph_pageable_node; do
+  many_small_syncs graph_pageable_node managed_sync; do
   run_one "traps.$mode" "$src" "$build/samples/traps" "$mode"
 done
 

@@ -175,6 +175,26 @@ int main(int argc, char** argv) {
         std::printf("CLOCK %s cudaStreamSynchronize_total %.1f\n", mode, sync_us);
         CHECK(cudaGraphExecDestroy(exec));
         CHECK(cudaGraphDestroy(graph));
+    } else if (std::strcmp(mode, "managed_sync") == 0) {
+        load_kernels();
+        const size_t bytes = 256u << 20;
+        char* managed = nullptr;
+        cudaStream_t s;
+        CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        CHECK(cudaMallocManaged(&managed, bytes));
+        std::memset(managed, 1, bytes);  // its pages on the host
+#if CUDART_VERSION >= 13000
+        cudaMemLocation device{};
+        device.type = cudaMemLocationTypeDevice;
+        device.id = 0;
+        CHECK(cudaMemPrefetchAsync(managed, bytes, device, 0, s));  // migrated to the device
+#else
+        CHECK(cudaMemPrefetchAsync(managed, bytes, 0, s));
+#endif
+        t0 = Clock::now();
+        CHECK(cudaDeviceSynchronize());  // waits for the migration, which no watched call enqueued
+        clock_line(mode, "cudaDeviceSynchronize", t0);
+        CHECK(cudaFree(managed));
     } else {
         std::fprintf(stderr, "traps: unknown mode '%s'\n", mode);
         return 2;

@@ -542,3 +542,35 @@ TEST(AnalyzeCapture, TheAnalysisDecidesWhatWasCaptured) {
 
 }  // namespace
 }  // namespace asynccheck
+
+namespace asynccheck {
+namespace {
+
+// A unified-memory migration (CUPTI's counters; enqueued by no call) is device work: a device-wide synchronization
+// that waited for it names it, rather than calling its time its own.
+TEST(Analyze, ADeviceSyncNamesTheMigrationItWaitedFor) {
+  EventLog log;
+  log.api_names = {"cudaDeviceSynchronize"};
+  ApiCall sync;
+  sync.correlation_id = 7;
+  sync.start_ns = 1'000'000;
+  sync.end_ns = 23'000'000;
+  sync.call.api = rules::ApiKind::DeviceSynchronize;
+  log.calls.push_back(sync);
+  GpuOp migration;
+  migration.kind = GpuOpKind::Migration;
+  migration.start_ns = 500'000;
+  migration.end_ns = 22'990'000;
+  migration.copy_kind = 1;
+  migration.bytes = 256u << 20;
+  log.ops.push_back(migration);
+  const Analysis a = analyze(log, AnalysisOptions{});
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].rule, rules::RuleId::DeviceSynchronize);
+  EXPECT_EQ(a.findings[0].evidence.op, 0);
+  EXPECT_EQ(a.findings[0].waited_ns, 21'990'000u);
+  EXPECT_EQ(a.findings[0].own_ns, 10'000u);
+}
+
+}  // namespace
+}  // namespace asynccheck

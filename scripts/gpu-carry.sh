@@ -32,4 +32,5 @@ for t in test_cuda_exit_paths cuda_exit_paths test_threads threads_stress test_o
 done
 put bench/api_calls
 put bench/libcupti_floor.so
+put bench/startup
 du -sh "$carry"

@@ -67,8 +67,8 @@ static void load_kernels() {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        std::fprintf(stderr, "usage: traps MODE\n");
+    if (argc < 2 || argc > 3) {
+        std::fprintf(stderr, "usage: traps MODE [LAUNCHES]\n");
         return 2;
     }
     const char* mode = argv[1];
@@ -183,16 +183,16 @@ int main(int argc, char** argv) {
         CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
         CHECK(cudaMallocManaged(&managed, bytes));
         std::memset(managed, 1, bytes);  // its pages on the host
-#if CUDART_VERSION >= 13000
-        cudaMemLocation device{};
-        device.type = cudaMemLocationTypeDevice;
-        device.id = 0;
-        CHECK(cudaMemPrefetchAsync(managed, bytes, device, 0, s));  // migrated to the device
-#else
-        CHECK(cudaMemPrefetchAsync(managed, bytes, 0, s));
-#endif
+        // A kernel (managed_touch.cu) that adds 1 to every byte: each page it touches migrates to the device on
+        // a GPU page fault while it runs (no watched call enqueues the migrations).
+        void launch_touch(char* p, size_t n, cudaStream_t stream);
+        launch_touch(managed, bytes, s);
+        CHECK(cudaGetLastError());
+        // The synchronization below waits for the kernel, and with it for every page it faulted in: CUPTI reports
+        // those migrations through its unified-memory counters where it can count them (cupti/activity.cpp), and
+        // the evidence then names the last one that ended.
         t0 = Clock::now();
-        CHECK(cudaDeviceSynchronize());  // waits for the migration, which no watched call enqueued
+        CHECK(cudaDeviceSynchronize());  // waits for the kernel and the migrations it caused
         clock_line(mode, "cudaDeviceSynchronize", t0);
         CHECK(cudaFree(managed));
     } else {

@@ -38,10 +38,11 @@ EventLog load(const fs::path& path) {
   return log;
 }
 
-// Every committed recording: the recorded GPU runs and the runs kept whole.
+// Every committed recording: the recorded GPU runs, the runs kept whole, and the corpus of programs no one here wrote
+// (tests/fixtures/corpus: docs/real-programs.md).
 std::vector<fs::path> committed_recordings() {
   std::vector<fs::path> out;
-  for (const char* dir : {"tests/fixtures/recordings", "tests/fixtures/runs"}) {
+  for (const char* dir : {"tests/fixtures/recordings", "tests/fixtures/runs", "tests/fixtures/corpus"}) {
     for (const auto& entry : fs::directory_iterator(kSource / dir)) {
       if (entry.path().extension() == ".rec") out.push_back(entry.path());
     }
@@ -408,6 +409,31 @@ TEST(Truth, StreamSyncOfAnIdleStreamWaitsForNoOtherStream) {
   EXPECT_EQ(a.findings[0].rule, RuleId::CostCall);
   EXPECT_EQ(a.findings[0].own_ns, sync_end - sync_start);
   EXPECT_EQ(a.not_observed.at(RuleId::StreamSynchronize), 1u);
+}
+
+// The corpus of programs no one here wrote (tests/fixtures/corpus, docs/real-programs.md): each report is pinned as
+// JSON, reviewed against the program's own clock when it was recorded; any change to rules, attribution or format
+// shows here. ASYNCCHECK_UPDATE_GOLDEN=1 rewrites the files (review the diff).
+TEST(Truth, CorpusReportsAreThoseReviewed) {
+  size_t checked = 0;
+  for (const auto& entry : fs::directory_iterator(kSource / "tests/fixtures/corpus")) {
+    if (entry.path().extension() != ".rec") continue;
+    const EventLog log = load(entry.path());
+    const Analysis a = analyze(log, options_of(log));
+    report::ReportData data = report::make_report(log, a);
+    data.source_root = "/work/main";  // where the programs were built on the GPU machine
+    std::ostringstream out;
+    report::write_json(out, data);
+    fs::path golden = entry.path();
+    golden.replace_extension(".json");
+    if (std::getenv("ASYNCCHECK_UPDATE_GOLDEN")) std::ofstream(golden) << out.str();
+    std::ifstream in(golden);
+    std::stringstream want;
+    want << in.rdbuf();
+    EXPECT_EQ(out.str(), want.str()) << golden << " differs; if intended, rerun with ASYNCCHECK_UPDATE_GOLDEN=1";
+    ++checked;
+  }
+  EXPECT_GE(checked, 10u);
 }
 
 }  // namespace

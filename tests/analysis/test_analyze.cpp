@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/analyze.h"
+#include "log_builder.h"
 
 namespace asynccheck {
 namespace {
@@ -10,53 +11,9 @@ using rules::ApiKind;
 using rules::MemoryKind;
 using rules::RuleId;
 
-constexpr uint64_t kMs = 1'000'000;
-constexpr uint64_t kUs = 1'000;
-
-struct Builder {
-  EventLog log;
-  uint64_t next_corr = 1;
-  Builder() { log.api_names = {"api"}; }
-
-  ApiCall& call(ApiKind api, uint64_t start, uint64_t end, uint64_t stream = 0) {
-    ApiCall c;
-    c.correlation_id = next_corr++;
-    c.start_ns = start;
-    c.end_ns = end;
-    c.call.api = api;
-    c.stream = stream;
-    log.calls.push_back(c);
-    return log.calls.back();
-  }
-  ApiCall& copy(bool async, rules::CopyDirection dir, MemoryKind src, MemoryKind dst, uint64_t bytes, uint64_t start,
-                uint64_t end, uint64_t stream = 0) {
-    ApiCall& c = call(ApiKind::Copy, start, end, stream);
-    c.call.async_form = async;
-    c.call.direction = dir;
-    c.call.src = src;
-    c.call.dst = dst;
-    c.call.bytes = bytes;
-    return c;
-  }
-  void op(GpuOpKind kind, const ApiCall& c, uint64_t start, uint64_t end, uint32_t stream, uint8_t src_kind = 0,
-          uint8_t dst_kind = 0) {
-    GpuOp o;
-    o.kind = kind;
-    o.correlation_id = c.correlation_id;
-    o.start_ns = start;
-    o.end_ns = end;
-    o.stream_id = stream;
-    o.src_kind = src_kind;
-    o.dst_kind = dst_kind;
-    log.ops.push_back(o);
-  }
-  ApiCall& stream_create(uint64_t handle, uint32_t flags, uint64_t t) {
-    ApiCall& c = call(ApiKind::StreamCreate, t, t + 10);
-    c.handle = handle;
-    c.flags = flags;
-    return c;
-  }
-};
+using test_logs::Builder;
+using test_logs::kMs;
+using test_logs::kUs;
 
 const Finding* find(const Analysis& a, RuleId rule) {
   for (const Finding& f : a.findings) {

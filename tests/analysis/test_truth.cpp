@@ -13,6 +13,7 @@
 
 #include "analysis/analyze.h"
 #include "analysis/recording.h"
+#include "log_builder.h"
 #include "report/report.h"
 #include "rules/catalog.h"
 
@@ -24,8 +25,8 @@ using rules::ApiKind;
 using rules::Level;
 using rules::RuleId;
 
-constexpr uint64_t kMs = 1'000'000;
-constexpr uint64_t kUs = 1'000;
+using test_logs::kMs;
+using test_logs::kUs;
 
 const fs::path kSource = ASYNCCHECK_SOURCE_DIR;
 
@@ -292,44 +293,7 @@ TEST(Truth, GraphPageableNodeLaunchesNameTheirOwnCopy) {
 
 // ---- 3. Fabricated: a call that waits and then works ----
 
-struct Builder {
-  EventLog log;
-  uint64_t next_corr = 1;
-  Builder() { log.api_names = {"api"}; }
-
-  ApiCall& call(ApiKind api, uint64_t start, uint64_t end, uint64_t stream = 0) {
-    ApiCall c;
-    c.correlation_id = next_corr++;
-    c.start_ns = start;
-    c.end_ns = end;
-    c.call.api = api;
-    c.stream = stream;
-    log.calls.push_back(c);
-    return log.calls.back();
-  }
-  size_t op(GpuOpKind kind, const ApiCall& c, uint64_t start, uint64_t end, uint32_t stream) {
-    GpuOp o;
-    o.kind = kind;
-    o.correlation_id = c.correlation_id;
-    o.start_ns = start;
-    o.end_ns = end;
-    o.stream_id = stream;
-    log.ops.push_back(o);
-    return log.ops.size() - 1;
-  }
-  ApiCall& stream_create(uint64_t handle, uint32_t flags, uint64_t t) {
-    ApiCall& c = call(ApiKind::StreamCreate, t, t + 10);
-    c.handle = handle;
-    c.flags = flags;
-    return c;
-  }
-  // A launch at `t` on stream `handle` of a kernel that runs [start, end) on CUPTI stream `stream_id`.
-  size_t kernel(uint64_t handle, uint32_t stream_id, uint64_t t, uint64_t start, uint64_t end, uint64_t function) {
-    ApiCall& k = call(ApiKind::KernelLaunch, t, t + 5 * kUs, handle);
-    k.function = function;
-    return op(GpuOpKind::Kernel, k, start, end, stream_id);
-  }
-};
+using test_logs::Builder;
 
 std::string dump(const Builder& b, const Analysis& a) {
   std::string s;

@@ -33,6 +33,7 @@ struct Index {
   std::vector<uint64_t> enqueue_ns;                                 // per op: when its call returned (0 unknown)
   std::vector<StreamKind> op_stream_kind;                           // per op
   std::vector<size_t> untimed;                                      // work ops without timestamps
+  std::vector<size_t> timed_on_untimed_streams;  // timed work ops, with a known enqueue, in streams that have untimed ones
 };
 
 class Analyzer {
@@ -46,7 +47,10 @@ class Analyzer {
     out_.kind_disagreements = log_.carried.kind_disagreements;
     out_.captured_calls = log_.carried.captured_calls;
     build_index();
+    own_stream_.assign(log_.calls.size(), UINT32_MAX);
+    for (size_t i = 0; i < log_.calls.size(); ++i) own_stream_[i] = first_work_stream(i);
     describe_calls();
+    resolve_streams();
     for (size_t i = 0; i < log_.calls.size(); ++i) {
       out_.predicted.push_back(rules::predict(out_.described[i]));
     }
@@ -65,6 +69,7 @@ class Analyzer {
     }
     std::stable_sort(out_.findings.begin(), out_.findings.end(),
                      [](const Finding& a, const Finding& b) { return a.call < b.call; });
+    out_.event_record = event_record_;
     return std::move(out_);
   }
 
@@ -83,6 +88,17 @@ class Analyzer {
       idx_.enqueue_ns[i] = log_.calls[static_cast<size_t>(c)].end_ns;
     }
     idx_.streams.emplace(log_.ops);
+    if (!idx_.untimed.empty()) {
+      std::unordered_set<uint32_t> streams;
+      for (size_t u : idx_.untimed) streams.insert(log_.ops[u].stream_id);
+      for (size_t oi : idx_.ops_by_end) {
+        if (log_.ops[oi].start_ns != 0 && idx_.enqueue_ns[oi] != 0 && streams.count(log_.ops[oi].stream_id)) {
+          idx_.timed_on_untimed_streams.push_back(oi);
+        }
+      }
+    }
+    marks_ = log_.marks;
+    std::stable_sort(marks_.begin(), marks_.end(), [](const Mark& a, const Mark& b) { return a.time_ns < b.time_ns; });
     std::stable_sort(idx_.ops_by_end.begin(), idx_.ops_by_end.end(),
               [&](size_t a, size_t b) { return log_.ops[a].end_ns < log_.ops[b].end_ns; });
   }
@@ -205,7 +221,9 @@ class Analyzer {
     }
   }
 
-  uint32_t own_stream_id(size_t call) const {
+  uint32_t own_stream_id(size_t call) const { return own_stream_[call]; }
+
+  uint32_t first_work_stream(size_t call) const {
     const int64_t first = first_work_op(idx_.corr->ops_of(call), log_.ops);
     return first < 0 ? UINT32_MAX : log_.ops[static_cast<size_t>(first)].stream_id;
   }
@@ -218,15 +236,54 @@ class Analyzer {
   }
 
   bool mark_within(MarkKind kind, const ApiCall& c) const {
-    for (const Mark& m : log_.marks) {
-      if (m.kind == kind && m.time_ns >= c.start_ns && m.time_ns <= c.end_ns) return true;
+    auto it = std::lower_bound(marks_.begin(), marks_.end(), c.start_ns,
+                               [](const Mark& m, uint64_t t) { return m.time_ns < t; });
+    for (; it != marks_.end() && it->time_ns <= c.end_ns; ++it) {
+      if (it->kind == kind) return true;
     }
     return false;
+  }
+
+  // Per call, the CUPTI stream its stream argument names: its own work's, or else that of the latest earlier call
+  // on the same handle (the same thread's, for a per-thread default stream) that enqueued work. A stream or event
+  // synchronize enqueues nothing of its own; UINT32_MAX when no work on that stream was seen before it.
+  void resolve_streams() {
+    anchor_stream_.assign(log_.calls.size(), UINT32_MAX);
+    std::map<std::tuple<StreamKind, uint64_t, uint32_t>, uint32_t> seen;
+    for (size_t i = 0; i < log_.calls.size(); ++i) {
+      const ApiCall& c = log_.calls[i];
+      const StreamKind kind = out_.described[i].stream;
+      const auto key = std::make_tuple(kind, kind == StreamKind::LegacyDefault || kind == StreamKind::PerThreadDefault ? 0 : c.stream,
+                                       kind == StreamKind::PerThreadDefault ? c.thread : 0u);
+      if (own_stream_[i] != UINT32_MAX) {
+        seen[key] = own_stream_[i];
+        anchor_stream_[i] = own_stream_[i];
+      } else if (auto it = seen.find(key); it != seen.end()) {
+        anchor_stream_[i] = it->second;
+      }
+      if (out_.described[i].api == ApiKind::StreamDestroy) {
+        for (auto it = seen.begin(); it != seen.end();) it = std::get<1>(it->first) == c.handle ? seen.erase(it) : std::next(it);
+      }
+    }
   }
 
   // The op in `self`'s stream that ended last at or before `self` started (the first in start order among equal
   // ends), -1 if none.
   int64_t previous_in_stream(size_t self) const { return idx_.streams->previous(self); }
+
+  // Whether untimed op `u` had certainly finished by `t`: work its stream ran after it (enqueued later, timed) ended
+  // by then. Streams run their work in order, and the first such op ends first.
+  bool untimed_finished_before(size_t u, uint64_t t) const {
+    const uint64_t enq = idx_.enqueue_ns[u];
+    uint64_t first_end = UINT64_MAX, first_enq = UINT64_MAX;
+    for (size_t oi : idx_.timed_on_untimed_streams) {
+      const GpuOp& op = log_.ops[oi];
+      if (op.stream_id != log_.ops[u].stream_id || idx_.enqueue_ns[oi] <= enq || idx_.enqueue_ns[oi] >= first_enq) continue;
+      first_enq = idx_.enqueue_ns[oi];
+      first_end = op.end_ns;
+    }
+    return first_end <= t;
+  }
 
   // What call `ci` can wait for (analyze.h: WaitScope), from its documented behaviour.
   struct Scope {
@@ -281,11 +338,14 @@ class Analyzer {
     if (is_own(op, c)) return op.kind == GpuOpKind::Memcpy || op.kind == GpuOpKind::Memset || s.own_kernels;
     if (s.kind == WaitScope::Device) return true;
     if (s.kind != WaitScope::Stream) return false;
-    const uint32_t own = own_stream_id(s.anchor);
+    const uint32_t own = anchor_stream_[s.anchor];
     if (own != UINT32_MAX && op.stream_id == own) return true;
     const StreamKind kind = out_.described[s.anchor].stream;
     const int64_t p = idx_.corr->producer(oi);
-    if (p < 0) return !strict && (own == UINT32_MAX || kind == StreamKind::LegacyDefault);
+    // Work no watched call enqueued: in its stream only when the stream is not known (legacy: on a blocking one).
+    if (p < 0) {
+      return !strict && (own == UINT32_MAX || (kind == StreamKind::LegacyDefault && op.stream_id != kMigrationStream));
+    }
     const auto& producer = log_.calls[static_cast<size_t>(p)];
     const StreamKind pk = out_.described[static_cast<size_t>(p)].stream;
     if (kind == StreamKind::LegacyDefault && !strict && blocking_kind(pk)) return true;
@@ -319,6 +379,10 @@ class Analyzer {
         const size_t oi = by_enqueue[next];
         auto [it, fresh] = latest.try_emplace(log_.ops[oi].stream_id, oi);
         if (!fresh && log_.ops[oi].end_ns > log_.ops[it->second].end_ns) it->second = oi;
+      }
+      // Work that ended before this call began ended before every later one began too.
+      for (auto it = latest.begin(); it != latest.end();) {
+        it = log_.ops[it->second].end_ns <= c.start_ns ? latest.erase(it) : std::next(it);
       }
       if (!out_.predicted[ci].may_hold_host() || c.end_ns - c.start_ns < opt_.threshold_ns) continue;
       const Scope s = scope_of(ci);
@@ -358,8 +422,9 @@ class Analyzer {
     int64_t best = -1;
     for (size_t oi : idx_.corr->ops_of(ci)) {
       const GpuOp& op = log_.ops[oi];
-      if (op.start_ns == 0 || op.end_ns <= c.start_ns || !in_scope(ci, s, oi, false)) continue;
-      if (does_own_transfer ? op.start_ns >= c.end_ns : op.end_ns > c.end_ns + opt_.release_window_ns) continue;
+      if (op.start_ns == 0 || op.end_ns <= c.start_ns || op.start_ns >= c.end_ns || !in_scope(ci, s, oi, false)) continue;
+      // A call no rule says does its transfer before returning waited for it only if it ended by the return.
+      if (!does_own_transfer && op.end_ns > c.end_ns + opt_.gpu_gap_ns) continue;
       if (best < 0 || effective_end(op) > effective_end(log_.ops[static_cast<size_t>(best)])) best = static_cast<int64_t>(oi);
     }
     // Else the last work in its scope to end while it held the host, enqueued before it began.
@@ -383,6 +448,10 @@ class Analyzer {
     }
     if (best < 0 && waited_for_scope && out_.predicted[ci].may_hold_host()) {
       for (size_t oi : idx_.untimed) {
+        if (idx_.enqueue_ns[oi] == 0 || idx_.enqueue_ns[oi] + opt_.untimed_window_ns < c.start_ns ||
+            untimed_finished_before(oi, c.start_ns)) {
+          continue;
+        }
         if (idx_.enqueue_ns[oi] <= s.enqueued_by && !is_own(log_.ops[oi], c) && in_scope(ci, s, oi, false)) {
           ev.by = ReleasedBy::UntimedWork;
           waited = c.end_ns - c.start_ns;
@@ -410,7 +479,7 @@ class Analyzer {
         }
         // Nothing held it back: the time before its transfer began was the call's own (setting the copy up,
         // staging its first chunk), and only the transfer is waited for.
-        if (ev.behind_op < 0) waited = std::min(op.end_ns, c.end_ns) - op.start_ns;
+        if (ev.behind_op < 0) waited = std::min(op.end_ns, c.end_ns) - std::max(op.start_ns, c.start_ns);
       }
     } else if (s.kind == WaitScope::Stream &&
                ((own != UINT32_MAX && op.stream_id == own) || in_scope(ci, s, static_cast<size_t>(best), true))) {
@@ -560,6 +629,9 @@ class Analyzer {
   Index idx_;
   Analysis out_;
   std::unordered_map<uint64_t, std::string> disagreements_;
+  std::vector<Mark> marks_;            // log_.marks by time
+  std::vector<uint32_t> own_stream_;   // per call: the CUPTI stream of its first work op, or UINT32_MAX
+  std::vector<uint32_t> anchor_stream_;  // per call: resolve_streams()
   std::vector<int64_t> event_record_;  // per call: an event synchronize's event's last record before it, or -1
   std::vector<int64_t> running_;       // per call: find_running_work()
 };

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct AnalysisOptions {
   // module, cudaStreamCreate or cudaFree of a cudaMallocAsync pointer 50-300 us: all of it set-up that a developer
   // cannot act on at 100 us, while a call that costs a millisecond a time in a loop is worth a look.
   uint64_t cost_threshold_ns = 1'000'000;
+  // Work that came without timestamps (CUPTI's device buffers ran out) may have been running when a call began only
+  // if it was enqueued at most this long before (and no work its stream ran after it had ended): a queue that deep
+  // drains in milliseconds. Bounds what compaction keeps of it (its work of the last window: ~10k ops at the 1M
+  // launches a second of a flood, when CUPTI's buffers run out).
+  uint64_t untimed_window_ns = 10'000'000;
 };
 
 // DocumentedObserved: the host waited for GPU work, as a rule says it may. ObservedUndocumented: it waited, and no
@@ -97,6 +103,9 @@ struct Analysis {
   std::vector<size_t> capture_state_calls;        // calls that changed the capture state (compaction keeps them)
   uint64_t kind_disagreements = 0;                // activity records contradicted our memory-kind registry
   std::vector<size_t> disagreeing_calls;          // the judged calls those disagreements came from (compaction)
+  // Per call: the cudaEventRecord an event synchronize's scope is anchored at (its event's last record before it),
+  // or -1. Compaction keeps the anchors of the calls it keeps judging.
+  std::vector<int64_t> event_record;
 };
 
 // Counts and findings include what compaction carried (EventLog::carried); context_only calls are described but

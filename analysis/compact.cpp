@@ -228,6 +228,9 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
     }
   }
   for (const auto& [event, i] : last_record) keep_call[i] = 1;
+  for (size_t i = 0; i < n; ++i) {  // the record each judged event synchronize is anchored at
+    if (judged[i] && a.event_record[i] >= 0) keep_call[static_cast<size_t>(a.event_record[i])] = 1;
+  }
 
   // GPU operations a judged call (or a call still to come) reads.
   std::vector<char> keep_op(m, 0);
@@ -263,6 +266,14 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   // of a watched call stays through blocking_streams_pending (below) when a judged call started while it ran; work
   // of no watched call (unwatched APIs, shed calls) would not. One op per stream.
   for (size_t oi : streams.last_to_end()) keep_op[oi] = 1;
+  // Untimed work (no timestamps) enqueued within the untimed window before the cut: a call a rule says waits may
+  // count its time as waited for it (analyze.cpp, UntimedWork).
+  for (size_t u = 0; u < m; ++u) {
+    const GpuOp& op = log.ops[u];
+    const int64_t p = corr.producer(u);
+    if (op.kind == GpuOpKind::Sync || op.start_ns != 0 || p < 0) continue;
+    if (log.calls[static_cast<size_t>(p)].end_ns + ao.untimed_window_ns >= cut) keep_op[u] = 1;
+  }
   std::vector<uint64_t> judged_starts;
   for (size_t i = 0; i < n; ++i) {
     if (!judged[i]) continue;
@@ -280,9 +291,12 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
                                  [&](uint64_t t, size_t oi) { return t < log.ops[oi].end_ns; });
       std::unordered_map<uint32_t, uint64_t> last_end;  // per stream
       std::vector<size_t> window;
+      // Enqueued by the time its scope counts work: its start, or its event's record (analyze.cpp, scope_of).
+      const uint64_t enqueued_by =
+          a.event_record[i] >= 0 ? log.calls[static_cast<size_t>(a.event_record[i])].end_ns : c.start_ns;
       for (; it != by_end.end() && log.ops[*it].end_ns <= hi; ++it) {
         const int64_t p = corr.producer(*it);
-        if (p >= 0 && log.calls[static_cast<size_t>(p)].end_ns > c.start_ns) continue;
+        if (p >= 0 && log.calls[static_cast<size_t>(p)].end_ns > enqueued_by) continue;
         window.push_back(*it);
         uint64_t& e = last_end[log.ops[*it].stream_id];
         e = std::max(e, log.ops[*it].end_ns);

@@ -53,6 +53,10 @@ struct ApiCall {
 // by no call; copy_kind says its direction (1 host to device, 2 device to host), bytes how much moved.
 enum class GpuOpKind : uint8_t { Memcpy, Memset, Kernel, Sync, Migration };
 
+// The stream id migrations are given: CUPTI's stream id is not meaningful for every unified-memory counter, and a
+// migration is no stream's work (it must not be the op before a kernel in a stream's order).
+inline constexpr uint32_t kMigrationStream = 0xFFFFFFFE;
+
 // One piece of GPU work (or a GPU-side wait) from a CUPTI activity record.
 struct GpuOp {
   GpuOpKind kind = GpuOpKind::Kernel;

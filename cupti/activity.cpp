@@ -231,7 +231,7 @@ void decode_buffer(const uint8_t* buffer, size_t valid, std::vector<GpuOp>& out,
         const bool htod = r->counterKind == CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD;
         op.copy_kind = htod ? 1 : 2;
         op.device = htod ? r->dstId : r->srcId;
-        op.stream_id = r->streamId;
+        op.stream_id = kMigrationStream;
         op.bytes = r->value;
         break;
       }

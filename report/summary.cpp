@@ -79,7 +79,8 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
     case ReleasedBy::OtherStreamWork:
       return waited + "work in another stream" +
              (e.scope == WaitScope::Device ? std::string(" (it waits for the whole device)")
-                                           : std::string(" (the legacy default stream waits for every blocking stream)")) +
+                                           : std::string(" (one its stream waits for: a blocking stream, on the legacy default "
+                                                         "stream; or work of a stream not known, when its own is not)")) +
              ", " + op_text(*op) + ", which ended " + gap_text(e.gap_ns) + then_own();
     case ReleasedBy::ModuleLoad:
       return "a kernel module was loaded during the call (lazy loading) and no GPU work it could wait for ended while "

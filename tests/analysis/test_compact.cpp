@@ -948,11 +948,13 @@ TEST(Compactor, WorkNoWatchedCallEnqueuedIsCountedWhenItsRecordComesLate) {
 // Work CUPTI delivered untimed (start and end 0), which it does when its device buffers run out: sorted by start it
 // went into the compacted log ahead of its call and was dropped there as nobody's work, and the call then waited
 // for its record in every round: the calls kept grew with the run (1.19M after 24 minutes on the H100). Now it
-// waits for its call; the calls kept stay those of a run without untimed work, and the report is the same.
+// waits for its call, and stays only for the untimed window (AnalysisOptions::untimed_window_ns: a wait may be for
+// it): the calls kept are those of a run without untimed work plus one window's launches, whatever the run's
+// length, and the report is the same.
 TEST(Compactor, UntimedWorkDoesNotKeepItsCallForever) {
-  size_t kept[3] = {};
-  for (int pct : {0, 50, 100}) {
-    Builder b = ordinary_run(20'000);
+  size_t kept[4] = {};
+  for (int pct : {0, 50, 100, 101}) {  // 101: all untimed, in a run twice as long
+    Builder b = ordinary_run(pct == 101 ? 40'000 : 20'000);
     std::unordered_map<uint64_t, uint64_t> call_end;  // correlation id -> when its call returned
     for (const ApiCall& c : b.log.calls) call_end[c.correlation_id] = c.end_ns;
     size_t n = 0;
@@ -973,10 +975,12 @@ TEST(Compactor, UntimedWorkDoesNotKeepItsCallForever) {
     CompactorStats st;
     const EventLog out = run_compactor(b.log, rounds, 2 * kMs, 512, &st);
     EXPECT_EQ(json_of(out), json_of(b.log)) << pct << "% untimed";
-    kept[pct / 50] = out.calls.size();
+    kept[pct == 101 ? 3 : pct / 50] = out.calls.size();
   }
-  EXPECT_LE(kept[1], kept[0] + 10);  // was 10,812 against 226
-  EXPECT_LE(kept[2], kept[0] + 10);  // was 19,496
+  const size_t window_launches = AnalysisOptions{}.untimed_window_ns / (10 * kUs);  // ordinary_run: one each 10 us
+  EXPECT_LE(kept[1], kept[0] + window_launches + 10);  // was 10,812 against 226
+  EXPECT_LE(kept[2], kept[0] + window_launches + 10);  // was 19,496
+  EXPECT_LE(kept[3], kept[2] + 10);  // not more for a longer run
 }
 
 // Deliver untimed work as CUPTI would: the round after its call returned (as UntimedWorkDoesNotKeepItsCallForever).
@@ -1655,6 +1659,41 @@ TEST(LegacyStream, OneAnswerForTheAnalysisAndTheCompaction) {
   ApiCall mine = c;
   mine.stream = 0;  // stream 0 in a _ptsz entry point: the thread's own default stream
   EXPECT_FALSE(on_legacy_stream(mine));
+}
+
+}  // namespace
+}  // namespace asynccheck
+
+namespace asynccheck {
+namespace {
+
+// One event recorded and waited on in a loop: each kept cudaEventSynchronize keeps the record its scope is anchored
+// at, not only the event's last one, and the window of work it may have waited for is counted from that record
+// (review of issue 19: the compaction was refused on every round, and memory grew).
+TEST(Compact, ALoopOfEventSynchronizesOnOneEventCompacts) {
+  Builder b;
+  ApiCall& ev = b.call(ApiKind::EventCreate, 0, 5 * kUs);
+  ev.handle = 0xe0;
+  uint64_t t = 100 * kUs;
+  for (int i = 0; i < 200; ++i, t += 2 * kMs) {
+    const uint64_t k1 = b.launch(t);
+    (void)k1;
+    ApiCall& rec = b.call(ApiKind::EventRecord, t + 10 * kUs, t + 12 * kUs, 0x7000);
+    rec.handle = 0xe0;
+    b.log.ops.back().end_ns = t + 600 * kUs;  // the kernel before the record runs 600 us
+    b.launch(t + 20 * kUs);                   // and one after it, which the synchronize does not wait for
+    ApiCall& sync = b.call(ApiKind::EventSynchronize, t + 30 * kUs, t + 602 * kUs);
+    sync.handle = 0xe0;
+    sync.stack = 2;
+  }
+  b.sort_ops_by_start();
+  const std::string expected = json_of(b.log);
+  ASSERT_NE(expected.find("explicit-sync-event"), std::string::npos);
+  const size_t before = b.log.calls.size();
+  const CompactOptions o = compact_options(b.log, 2 * kMs);
+  ASSERT_TRUE(compact(b.log, t + o.margin_ns + 1, o));
+  EXPECT_EQ(json_of(b.log), expected);
+  EXPECT_LT(b.log.calls.size(), before / 2);
 }
 
 }  // namespace

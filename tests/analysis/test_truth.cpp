@@ -402,3 +402,28 @@ TEST(Truth, CorpusReportsAreThoseReviewed) {
 
 }  // namespace
 }  // namespace asynccheck
+
+namespace asynccheck {
+namespace {
+
+// A call no rule says waits for its transfer (a pinned cudaMemcpyAsync) whose own copy began only after it returned:
+// it did not wait for it (review of issue 19: waited underflowed to 2^64 - 5 us).
+TEST(Truth, AnAsyncCallsCopyThatBeganAfterItReturnedWasNotWaitedFor) {
+  test_logs::Builder b;
+  ApiCall& copy = b.copy(true, rules::CopyDirection::HostToDevice, rules::MemoryKind::Pinned, rules::MemoryKind::Device,
+                         1 << 20, 0, 150 * test_logs::kUs, 0x10);
+  b.op(GpuOpKind::Memcpy, copy, 155 * test_logs::kUs, 180 * test_logs::kUs, 13, 2, 3);
+  ApiCall& late = b.copy(true, rules::CopyDirection::HostToDevice, rules::MemoryKind::Pinned, rules::MemoryKind::Device,
+                         1 << 20, 1 * test_logs::kMs, 1 * test_logs::kMs + 150 * test_logs::kUs, 0x10);
+  // Began inside it, ended 30 us after it returned: it did not wait for that either.
+  b.op(GpuOpKind::Memcpy, late, 1 * test_logs::kMs + 30 * test_logs::kUs, 1 * test_logs::kMs + 180 * test_logs::kUs, 13, 2, 3);
+  const Analysis a = analyze(b.log, AnalysisOptions{});
+  for (const Finding& f : a.findings) {
+    EXPECT_LE(f.waited_ns, f.held_ns);
+    EXPECT_EQ(f.waited_ns + f.own_ns, f.held_ns);
+  }
+  EXPECT_TRUE(a.findings.empty()) << a.findings.size();
+}
+
+}  // namespace
+}  // namespace asynccheck

@@ -32,8 +32,6 @@ struct Index {
   std::vector<size_t> ops_by_end;                                   // work ops sorted by end
   std::vector<uint64_t> enqueue_ns;                                 // per op: when its call returned (0 unknown)
   std::vector<StreamKind> op_stream_kind;                           // per op
-  std::vector<size_t> untimed;                                      // work ops without timestamps
-  std::vector<size_t> timed_on_untimed_streams;  // timed work ops, with a known enqueue, in streams that have untimed ones
 };
 
 class Analyzer {
@@ -82,21 +80,11 @@ class Analyzer {
       const GpuOp& op = log_.ops[i];
       if (op.kind == GpuOpKind::Sync) continue;
       idx_.ops_by_end.push_back(i);
-      if (op.start_ns == 0) idx_.untimed.push_back(i);
       const int64_t c = idx_.corr->producer(i);
       if (c < 0) continue;  // work of a call we do not watch
       idx_.enqueue_ns[i] = log_.calls[static_cast<size_t>(c)].end_ns;
     }
     idx_.streams.emplace(log_.ops);
-    if (!idx_.untimed.empty()) {
-      std::unordered_set<uint32_t> streams;
-      for (size_t u : idx_.untimed) streams.insert(log_.ops[u].stream_id);
-      for (size_t oi : idx_.ops_by_end) {
-        if (log_.ops[oi].start_ns != 0 && idx_.enqueue_ns[oi] != 0 && streams.count(log_.ops[oi].stream_id)) {
-          idx_.timed_on_untimed_streams.push_back(oi);
-        }
-      }
-    }
     marks_ = log_.marks;
     std::stable_sort(marks_.begin(), marks_.end(), [](const Mark& a, const Mark& b) { return a.time_ns < b.time_ns; });
     std::stable_sort(idx_.ops_by_end.begin(), idx_.ops_by_end.end(),
@@ -271,20 +259,6 @@ class Analyzer {
   // ends), -1 if none.
   int64_t previous_in_stream(size_t self) const { return idx_.streams->previous(self); }
 
-  // Whether untimed op `u` had certainly finished by `t`: work its stream ran after it (enqueued later, timed) ended
-  // by then. Streams run their work in order, and the first such op ends first.
-  bool untimed_finished_before(size_t u, uint64_t t) const {
-    const uint64_t enq = idx_.enqueue_ns[u];
-    uint64_t first_end = UINT64_MAX, first_enq = UINT64_MAX;
-    for (size_t oi : idx_.timed_on_untimed_streams) {
-      const GpuOp& op = log_.ops[oi];
-      if (op.stream_id != log_.ops[u].stream_id || idx_.enqueue_ns[oi] <= enq || idx_.enqueue_ns[oi] >= first_enq) continue;
-      first_enq = idx_.enqueue_ns[oi];
-      first_end = op.end_ns;
-    }
-    return first_end <= t;
-  }
-
   // What call `ci` can wait for (analyze.h: WaitScope), from its documented behaviour.
   struct Scope {
     WaitScope kind = WaitScope::Device;
@@ -445,19 +419,6 @@ class Analyzer {
     if (other >= 0 && (best < 0 || effective_end(log_.ops[static_cast<size_t>(other)]) >
                                        effective_end(log_.ops[static_cast<size_t>(best)]))) {
       best = other;
-    }
-    if (best < 0 && waited_for_scope && out_.predicted[ci].may_hold_host()) {
-      for (size_t oi : idx_.untimed) {
-        if (idx_.enqueue_ns[oi] == 0 || idx_.enqueue_ns[oi] + opt_.untimed_window_ns < c.start_ns ||
-            untimed_finished_before(oi, c.start_ns)) {
-          continue;
-        }
-        if (idx_.enqueue_ns[oi] <= s.enqueued_by && !is_own(log_.ops[oi], c) && in_scope(ci, s, oi, false)) {
-          ev.by = ReleasedBy::UntimedWork;
-          waited = c.end_ns - c.start_ns;
-          return ev;
-        }
-      }
     }
     if (best < 0) {
       ev.by = mark_within(MarkKind::ModuleLoaded, c) ? ReleasedBy::ModuleLoad : ReleasedBy::NothingOnGpu;
@@ -654,7 +615,6 @@ std::string_view released_by_text(ReleasedBy r) {
     case ReleasedBy::ModuleLoad: return "loading of a kernel module";
     case ReleasedBy::ContextCreation: return "CUDA context creation";
     case ReleasedBy::NothingOnGpu: return "nothing on the GPU (the call's own cost)";
-    case ReleasedBy::UntimedWork: return "GPU work without timestamps";
   }
   return "unknown";
 }

@@ -31,11 +31,6 @@ struct AnalysisOptions {
   // module, cudaStreamCreate or cudaFree of a cudaMallocAsync pointer 50-300 us: all of it set-up that a developer
   // cannot act on at 100 us, while a call that costs a millisecond a time in a loop is worth a look.
   uint64_t cost_threshold_ns = 1'000'000;
-  // Work that came without timestamps (CUPTI's device buffers ran out) may have been running when a call began only
-  // if it was enqueued at most this long before (and no work its stream ran after it had ended): a queue that deep
-  // drains in milliseconds. Bounds what compaction keeps of it (its work of the last window: ~10k ops at the 1M
-  // launches a second of a flood, when CUPTI's buffers run out).
-  uint64_t untimed_window_ns = 10'000'000;
 };
 
 // DocumentedObserved: the host waited for GPU work, as a rule says it may. ObservedUndocumented: it waited, and no
@@ -56,10 +51,9 @@ enum class ReleasedBy : uint8_t {
   OtherStreamWork,        // work in another stream (device-wide wait, legacy stream)
   ModuleLoad,             // waited for nothing; a kernel module was loaded during the call (lazy loading)
   ContextCreation,        // the CUDA context was created during the call (first call of the process)
-  NothingOnGpu,           // waited for nothing: the call's own cost
-  // Work in its scope came without timestamps (CUPTI's device buffers ran out: cupti/activity.cpp): what it waited
-  // for cannot be measured, so a call a rule says waits counts all its time as waited, naming no work.
-  UntimedWork,
+  // Waited for nothing that was timed: the call's own cost, or work that came without timestamps (CUPTI's device
+  // buffers ran out: cupti/activity.cpp; the report counts such work), which proves nothing either way.
+  NothingOnGpu,
 };
 
 struct Evidence {

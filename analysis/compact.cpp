@@ -266,14 +266,6 @@ bool compact(EventLog& log, uint64_t horizon_ns, const CompactOptions& opt, Comp
   // of a watched call stays through blocking_streams_pending (below) when a judged call started while it ran; work
   // of no watched call (unwatched APIs, shed calls) would not. One op per stream.
   for (size_t oi : streams.last_to_end()) keep_op[oi] = 1;
-  // Untimed work (no timestamps) enqueued within the untimed window before the cut: a call a rule says waits may
-  // count its time as waited for it (analyze.cpp, UntimedWork).
-  for (size_t u = 0; u < m; ++u) {
-    const GpuOp& op = log.ops[u];
-    const int64_t p = corr.producer(u);
-    if (op.kind == GpuOpKind::Sync || op.start_ns != 0 || p < 0) continue;
-    if (log.calls[static_cast<size_t>(p)].end_ns + ao.untimed_window_ns >= cut) keep_op[u] = 1;
-  }
   std::vector<uint64_t> judged_starts;
   for (size_t i = 0; i < n; ++i) {
     if (!judged[i]) continue;

@@ -87,9 +87,6 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
              "it held the host: " + format_duration(f.own_ns) + " of its own cost" + running();
     case ReleasedBy::ContextCreation:
       return "the CUDA context was created during the call";
-    case ReleasedBy::UntimedWork:
-      return "work in its scope came without timestamps (CUPTI's device buffers ran out): what it waited for "
-             "cannot be measured, and all its time counts as waited";
     case ReleasedBy::NothingOnGpu:
       return "no GPU work it could wait for ended while it held the host: " + format_duration(f.own_ns) +
              " of its own cost" + running();

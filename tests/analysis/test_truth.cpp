@@ -122,9 +122,9 @@ TEST(Truth, EveryFindingOfEveryRecordingRestsOnWhatItClaims) {
         EXPECT_GE(f.waited_ns, o.threshold_ns) << what;
         const ReleasedBy by = f.evidence.by;
         EXPECT_TRUE(by == ReleasedBy::OwnWork || by == ReleasedBy::EarlierWorkSameStream ||
-                    by == ReleasedBy::OtherStreamWork || by == ReleasedBy::UntimedWork)
+                    by == ReleasedBy::OtherStreamWork)
             << what;
-        if (by != ReleasedBy::UntimedWork) {
+        {
           EXPECT_GE(f.evidence.op, 0) << what;
           if (f.evidence.op >= 0) {
             const GpuOp& op = log.ops[static_cast<size_t>(f.evidence.op)];

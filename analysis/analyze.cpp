@@ -390,7 +390,8 @@ class Analyzer {
     const bool waited_for_scope = ev.running_op < 0;  // else only its own transfer can have held it
     // Its own transfer, if a rule says the call does it before returning: held for as long as the transfer ran
     // while it held the host, however late the DMA of the last staged chunk ends (behind other processes' copies
-    // on a shared GPU). Otherwise its own transfer only if it ended by the release window.
+    // on a shared GPU). Otherwise its own transfer only if it began before and ended by its return (gpu_gap_ns of
+    // clock skew allowed).
     const bool does_own_transfer = out_.predicted[ci].may_hold_host();
     auto effective_end = [&](const GpuOp& op) { return std::min(op.end_ns, c.end_ns); };
     int64_t best = -1;
@@ -428,7 +429,7 @@ class Analyzer {
     ev.op = best;
     ev.gap_ns = static_cast<int64_t>(c.end_ns) - static_cast<int64_t>(op.end_ns);
     waited = std::min(op.end_ns, c.end_ns) - c.start_ns;
-    const uint32_t own = own_stream_id(s.anchor);
+    const uint32_t own = anchor_stream_[s.anchor];
     if (is_own(op, c)) {
       ev.by = ReleasedBy::OwnWork;
       // Did its own work have to wait for earlier work in the stream before it could start?

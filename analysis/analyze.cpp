@@ -372,8 +372,8 @@ class Analyzer {
     }
   }
 
-  // What the call waited for: the last GPU operation in its scope that ended while it held the host (its own copy
-  // may end a little after it returned: release_window_ns), enqueued before the call began. The time up to that
+  // What the call waited for: the last GPU operation in its scope that ended while it held the host (its own transfer
+  // may end after it returned: a staged copy's last DMA), enqueued before the call began. The time up to that
   // end is waited, the rest is the call's own cost. No window around the return decides it: a call that waits and
   // then works (cudaFree unmapping after the device went idle) names the work it waited for.
   Evidence attribute(size_t ci, uint64_t& waited) const {

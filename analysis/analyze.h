@@ -18,8 +18,8 @@ struct AnalysisOptions {
   // ~20-50x the host cost of a launch or an async copy on current GPUs (2-5 us), so ordinary calls never reach it,
   // while any real wait for GPU work (a copy of a few hundred KB, a short kernel) does.
   uint64_t threshold_ns = 100'000;
-  // A call's own work that ended at most this long after it returned still released it: a staged pageable copy
-  // returns once its last chunk is staged, while the DMA of that chunk ends a few microseconds later.
+  // Work in a call's scope that was still running this long after it returned proves the call did not wait for its
+  // scope (Evidence::running_op): less could be the driver noticing the end late, or clock skew.
   uint64_t release_window_ns = 50'000;
   // Back-to-back GPU work in one stream starts within a few microseconds of its predecessor; a larger gap after
   // work in another stream ended means the stream was held back by it. Also the skew allowed between a GPU

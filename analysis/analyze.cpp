@@ -1,22 +1,22 @@
 #include "analysis/analyze.h"
 
-#include "analysis/correlation.h"
-#include "analysis/stream_index.h"
-
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 
-#include "analysis/graph_capture.h"
+#include "analysis/analyzer.h"
+#include "analysis/awaited_records.h"
+#include "analysis/correlation.h"
 #include "analysis/names.h"
+#include "analysis/stream_index.h"
 
 namespace asynccheck {
-namespace {
 
 using rules::ApiKind;
 using rules::MemoryKind;
 using rules::StreamKind;
+
+namespace {
 
 // Special stream handles and flags: analysis/events.h.
 constexpr uint32_t kBlockingSyncFlag = 0x1;   // cudaEventBlockingSync == CU_EVENT_BLOCKING_SYNC
@@ -26,202 +26,65 @@ bool is_own(const GpuOp& op, const ApiCall& c) {
          (c.driver_correlation_id != 0 && op.correlation_id == c.driver_correlation_id);
 }
 
-struct Index {
-  std::optional<CorrelationIndex> corr;  // ops_of: work ops only (not sync records)
-  std::optional<StreamIndex> streams;                               // per stream, what ended before an op started
-  std::vector<size_t> ops_by_end;                                   // work ops sorted by end
-  std::vector<uint64_t> enqueue_ns;                                 // per op: when its call returned (0 unknown)
-  std::vector<StreamKind> op_stream_kind;                           // per op
+}  // namespace
+
+// Built over the window at each step: which call enqueued each op, per-stream order, ops by end.
+struct Analyzer::Index {
+  Index(const EventLog& log) : corr(log.calls, log.ops, /*work_only=*/true), streams(log.ops) {
+    enqueue_ns.assign(log.ops.size(), 0);
+    op_stream_kind.assign(log.ops.size(), StreamKind::Unknown);
+    for (size_t i = 0; i < log.ops.size(); ++i) {
+      if (log.ops[i].kind == GpuOpKind::Sync) continue;
+      ops_by_end.push_back(i);
+      const int64_t c = corr.producer(i);
+      if (c >= 0) enqueue_ns[i] = log.calls[static_cast<size_t>(c)].end_ns;  // else work of a call we do not watch
+    }
+    std::stable_sort(ops_by_end.begin(), ops_by_end.end(),
+                     [&](size_t a, size_t b) { return log.ops[a].end_ns < log.ops[b].end_ns; });
+  }
+  CorrelationIndex corr;             // ops_of: work ops only (not sync records)
+  StreamIndex streams;               // per stream, what ended before an op started
+  std::vector<size_t> ops_by_end;    // work ops sorted by end
+  std::vector<uint64_t> enqueue_ns;  // per op: when its call returned (0 unknown)
+  std::vector<StreamKind> op_stream_kind;  // per op: its call's stream kind, once that call is described
 };
 
-class Analyzer {
- public:
-  Analyzer(const EventLog& log, const AnalysisOptions& opt) : log_(log), opt_(opt) {}
+namespace {
 
-  Analysis run() {
-    out_.calls_watched = log_.calls.size() + log_.carried.calls;
-    out_.not_observed = log_.carried.not_observed;
-    out_.context_creation_ns = log_.carried.context_creation_ns;
-    out_.kind_disagreements = log_.carried.kind_disagreements;
-    out_.captured_calls = log_.carried.captured_calls;
-    build_index();
-    own_stream_.assign(log_.calls.size(), UINT32_MAX);
-    for (size_t i = 0; i < log_.calls.size(); ++i) own_stream_[i] = first_work_stream(i);
-    describe_calls();
-    resolve_streams();
-    for (size_t i = 0; i < log_.calls.size(); ++i) {
-      out_.predicted.push_back(rules::predict(out_.described[i]));
-    }
-    index_op_streams();
-    find_running_work();
-    for (size_t i = 0; i < log_.calls.size(); ++i) {
-      if (log_.calls[i].context_only) continue;
-      if (out_.described[i].captured) {
-        ++out_.captured_calls;  // recorded into a graph: what it costs shows when the graph is launched
-      } else if (!is_capture_error(log_.calls[i].result)) {
+// Judges the calls of one step. What it reads of a call is its CallState (described and anchored by
+// Analyzer::describe); what it reads of other calls is the window's events.
+class Judge {
+ public:
+  Judge(const EventLog& log, const Analyzer& a, const AnalysisOptions& opt, Analysis& counts,
+        std::vector<Finding>& findings)
+      : log_(log), a_(a), opt_(opt), counts_(counts), findings_(findings) {
+    marks_ = log.marks;
+    std::stable_sort(marks_.begin(), marks_.end(), [](const Mark& x, const Mark& y) { return x.time_ns < y.time_ns; });
+  }
+
+  void run(const Analyzer::Index& idx, const std::vector<size_t>& judged) {
+    idx_ = &idx;
+    find_running_work(judged);
+    const size_t first = findings_.size();
+    for (size_t i : judged) {
+      const ApiCall& c = log_.calls[i];
+      if (c.context_only) continue;
+      if (st(i).described.captured) {
+        ++counts_.captured_calls;  // recorded into a graph: what it costs shows when the graph is launched
+      } else if (!is_capture_error(c.result)) {
         judge_host(i);
       }
     }
-    for (size_t i = 0; i < log_.calls.size(); ++i) {
-      if (!log_.calls[i].context_only && !out_.described[i].captured) judge_legacy_stream(i);
+    for (size_t i : judged) {
+      if (!log_.calls[i].context_only && !st(i).described.captured) judge_legacy_stream(i);
     }
-    std::stable_sort(out_.findings.begin(), out_.findings.end(),
-                     [](const Finding& a, const Finding& b) { return a.call < b.call; });
-    out_.event_record = event_record_;
-    return std::move(out_);
+    std::stable_sort(findings_.begin() + static_cast<std::ptrdiff_t>(first), findings_.end(),
+                     [](const Finding& x, const Finding& y) { return x.call < y.call; });
   }
 
  private:
-  void build_index() {
-    idx_.corr.emplace(log_.calls, log_.ops, /*work_only=*/true);
-    idx_.enqueue_ns.assign(log_.ops.size(), 0);
-    idx_.op_stream_kind.assign(log_.ops.size(), StreamKind::Unknown);
-    for (size_t i = 0; i < log_.ops.size(); ++i) {
-      const GpuOp& op = log_.ops[i];
-      if (op.kind == GpuOpKind::Sync) continue;
-      idx_.ops_by_end.push_back(i);
-      const int64_t c = idx_.corr->producer(i);
-      if (c < 0) continue;  // work of a call we do not watch
-      idx_.enqueue_ns[i] = log_.calls[static_cast<size_t>(c)].end_ns;
-    }
-    idx_.streams.emplace(log_.ops);
-    marks_ = log_.marks;
-    std::stable_sort(marks_.begin(), marks_.end(), [](const Mark& a, const Mark& b) { return a.time_ns < b.time_ns; });
-    std::stable_sort(idx_.ops_by_end.begin(), idx_.ops_by_end.end(),
-              [&](size_t a, size_t b) { return log_.ops[a].end_ns < log_.ops[b].end_ns; });
-  }
-
-  StreamKind stream_kind_of(const ApiCall& c, const std::unordered_map<uint64_t, StreamKind>& streams) const {
-    const StreamKind named = rules::default_stream_named(c.call, c.stream);
-    if (named != StreamKind::Unknown) return named;
-    auto it = streams.find(c.stream);
-    return it == streams.end() ? StreamKind::Unknown : it->second;
-  }
-
-  // Completes each call's description in program order: stream kinds from the streams created so far, whether
-  // it was captured into a graph, event wait modes, stream-ordered pointers, first launches, memory kinds confirmed
-  // by the activity records.
-  void describe_calls() {
-    std::unordered_map<uint64_t, StreamKind> streams;
-    std::unordered_map<uint64_t, rules::WaitMode> events;
-    std::unordered_map<uint64_t, size_t> recorded;  // event -> its last cudaEventRecord
-    std::unordered_set<uint64_t> stream_ordered, launched;
-    CaptureTracker capture;
-    event_record_.assign(log_.calls.size(), -1);
-    for (const ApiCall& c : log_.calls) {
-      rules::CallDescription d = c.call;
-      d.env = log_.run.env;
-      if (rules::traits(d.api).takes_stream || rules::uses_implicit_default_stream(d)) d.stream = stream_kind_of(c, streams);
-      d.captured = false;  // ours to decide, from the capture calls before it
-      if (capture.observe(c, d)) out_.capture_state_calls.push_back(static_cast<size_t>(&c - log_.calls.data()));
-      switch (d.api) {
-        case ApiKind::StreamCreate:
-          streams[c.handle] = (c.flags & kStreamNonBlockingFlag) ? StreamKind::NonBlocking : StreamKind::Blocking;
-          break;
-        case ApiKind::StreamDestroy: streams.erase(c.handle); break;
-        case ApiKind::EventCreate:
-          events[c.handle] = (c.flags & kBlockingSyncFlag) ? rules::WaitMode::BlockingSync : rules::WaitMode::Auto;
-          break;
-        case ApiKind::EventSynchronize: {
-          auto it = events.find(c.handle);
-          if (it != events.end()) d.wait_mode = it->second;
-          auto r = recorded.find(c.handle);
-          if (r != recorded.end()) event_record_[static_cast<size_t>(&c - log_.calls.data())] = static_cast<int64_t>(r->second);
-          break;
-        }
-        case ApiKind::EventRecord:
-          if (c.result == 0) recorded[c.handle] = static_cast<size_t>(&c - log_.calls.data());
-          break;
-        case ApiKind::StreamOrderedAlloc: stream_ordered.insert(c.handle); break;
-        case ApiKind::StreamOrderedFree: stream_ordered.erase(c.handle); break;
-        case ApiKind::Free:
-          d.stream_ordered_pointer = stream_ordered.erase(c.handle) > 0;
-          break;
-        case ApiKind::KernelLaunch: d.first_launch = launched.insert(c.function).second; break;
-        case ApiKind::GraphLaunch:
-          for (size_t oi : idx_.corr->ops_of(static_cast<size_t>(&c - log_.calls.data()))) {
-            const GpuOp& op = log_.ops[oi];
-            d.pageable_copy_node = d.pageable_copy_node || (op.kind == GpuOpKind::Memcpy &&
-                                    (memory_kind_from_activity(op.src_kind) == MemoryKind::Pageable ||
-                                     memory_kind_from_activity(op.dst_kind) == MemoryKind::Pageable));
-          }
-          break;
-        case ApiKind::Copy:
-        case ApiKind::Memset: confirm_memory_kinds(c, d); break;
-        default: break;
-      }
-      out_.described.push_back(d);
-    }
-    mark_pending_blocking_work();
-  }
-
-  // The activity record of a copy carries the driver's own view of each side's memory kind; it wins over our
-  // registry (which cannot see memory pinned before we attached or by an API we do not watch).
-  void confirm_memory_kinds(const ApiCall& c, rules::CallDescription& d) {
-    for (size_t oi : idx_.corr->ops_of(static_cast<size_t>(&c - log_.calls.data()))) {
-      const GpuOp& op = log_.ops[oi];
-      if (op.kind != GpuOpKind::Memcpy) continue;
-      MemoryKind src = memory_kind_from_activity(op.src_kind), dst = memory_kind_from_activity(op.dst_kind);
-      if ((src != MemoryKind::Unknown && src != d.src) || (dst != MemoryKind::Unknown && dst != d.dst)) {
-        if ((d.src != MemoryKind::Unknown || d.dst != MemoryKind::Unknown) && !c.context_only) {
-          out_.disagreeing_calls.push_back(static_cast<size_t>(&c - log_.calls.data()));
-          disagreements_[c.correlation_id] = "activity record says " + std::string(name_of(src)) + " -> " +
-                                             std::string(name_of(dst)) + ", the call looked like " +
-                                             std::string(name_of(d.src)) + " -> " + std::string(name_of(d.dst));
-          ++out_.kind_disagreements;
-        }
-        if (src != MemoryKind::Unknown) d.src = src;
-        if (dst != MemoryKind::Unknown) d.dst = dst;
-      }
-      return;
-    }
-  }
-
-  // blocking_streams_pending: at the call's entry, some blocking stream other than the call's own holds work that
-  // was enqueued earlier and has not finished. Measured from the activity records (the ground truth); one sweep.
-  void mark_pending_blocking_work() {
-    std::vector<size_t> blocking_ops;
-    for (size_t i = 0; i < log_.ops.size(); ++i) {
-      if (log_.ops[i].kind == GpuOpKind::Sync || idx_.enqueue_ns[i] == 0) continue;
-      const auto c = static_cast<size_t>(idx_.corr->producer(i));  // enqueue_ns != 0: it has one
-      if (blocking_kind(out_.described[c].stream) && rules::traits(out_.described[c].api).takes_stream) {
-        blocking_ops.push_back(i);
-      }
-    }
-    std::sort(blocking_ops.begin(), blocking_ops.end(),
-              [&](size_t a, size_t b) { return idx_.enqueue_ns[a] < idx_.enqueue_ns[b]; });
-    std::vector<size_t> order(log_.calls.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return log_.calls[a].start_ns < log_.calls[b].start_ns; });
-    std::unordered_map<uint32_t, uint64_t> latest_end;  // per blocking stream: the latest end enqueued so far
-    size_t next = 0;
-    for (size_t ci : order) {
-      const ApiCall& c = log_.calls[ci];
-      for (; next < blocking_ops.size() && idx_.enqueue_ns[blocking_ops[next]] <= c.start_ns; ++next) {
-        const GpuOp& op = log_.ops[blocking_ops[next]];
-        uint64_t& end = latest_end[op.stream_id];
-        end = std::max(end, op.end_ns);
-      }
-      const uint32_t own = own_stream_id(ci);
-      bool pending = false;
-      for (const auto& [stream, end] : latest_end) pending = pending || (stream != own && end > c.start_ns);
-      out_.described[ci].blocking_streams_pending = pending;
-    }
-  }
-
-  uint32_t own_stream_id(size_t call) const { return own_stream_[call]; }
-
-  uint32_t first_work_stream(size_t call) const {
-    const int64_t first = first_work_op(idx_.corr->ops_of(call), log_.ops);
-    return first < 0 ? UINT32_MAX : log_.ops[static_cast<size_t>(first)].stream_id;
-  }
-
-  void index_op_streams() {
-    for (size_t i = 0; i < log_.ops.size(); ++i) {
-      const int64_t c = idx_.corr->producer(i);
-      if (c >= 0) idx_.op_stream_kind[i] = out_.described[static_cast<size_t>(c)].stream;
-    }
-  }
+  const CallState& st(size_t ci) const { return a_.state(ci); }
+  const rules::Prediction& predicted(size_t ci) const { return st(ci).predicted; }
 
   bool mark_within(MarkKind kind, const ApiCall& c) const {
     auto it = std::lower_bound(marks_.begin(), marks_.end(), c.start_ns,
@@ -232,49 +95,26 @@ class Analyzer {
     return false;
   }
 
-  // Per call, the CUPTI stream its stream argument names: its own work's, or else that of the latest earlier call
-  // on the same handle (the same thread's, for a per-thread default stream) that enqueued work. A stream or event
-  // synchronize enqueues nothing of its own; UINT32_MAX when no work on that stream was seen before it.
-  void resolve_streams() {
-    anchor_stream_.assign(log_.calls.size(), UINT32_MAX);
-    std::map<std::tuple<StreamKind, uint64_t, uint32_t>, uint32_t> seen;
-    for (size_t i = 0; i < log_.calls.size(); ++i) {
-      const ApiCall& c = log_.calls[i];
-      const StreamKind kind = out_.described[i].stream;
-      const auto key = std::make_tuple(kind, kind == StreamKind::LegacyDefault || kind == StreamKind::PerThreadDefault ? 0 : c.stream,
-                                       kind == StreamKind::PerThreadDefault ? c.thread : 0u);
-      if (own_stream_[i] != UINT32_MAX) {
-        seen[key] = own_stream_[i];
-        anchor_stream_[i] = own_stream_[i];
-      } else if (auto it = seen.find(key); it != seen.end()) {
-        anchor_stream_[i] = it->second;
-      }
-      if (out_.described[i].api == ApiKind::StreamDestroy) {
-        for (auto it = seen.begin(); it != seen.end();) it = std::get<1>(it->first) == c.handle ? seen.erase(it) : std::next(it);
-      }
-    }
-  }
-
   // The op in `self`'s stream that ended last at or before `self` started (the first in start order among equal
   // ends), -1 if none.
-  int64_t previous_in_stream(size_t self) const { return idx_.streams->previous(self); }
+  int64_t previous_in_stream(size_t self) const { return idx_->streams.previous(self); }
 
   // What call `ci` can wait for (analyze.h: WaitScope), from its documented behaviour.
   struct Scope {
     WaitScope kind = WaitScope::Device;
-    size_t anchor = 0;          // the call whose stream it is: itself, or the last record of the event it waits on
+    const StreamAnchor* anchor = nullptr;  // whose stream it is: the call's own, or the last record of its event
     uint64_t enqueued_by = 0;   // work enqueued after this (the anchor's call returned later) is not waited for
     bool own_kernels = false;   // its own kernels are awaited too (CUDA_LAUNCH_BLOCKING=1)
   };
 
   Scope scope_of(size_t ci) const {
     const ApiCall& c = log_.calls[ci];
-    const rules::CallDescription& d = out_.described[ci];
-    const rules::Prediction& p = out_.predicted[ci];
+    const CallState& s0 = st(ci);
+    const rules::Prediction& p = s0.predicted;
     Scope s;
-    s.anchor = ci;
+    s.anchor = &s0.self;
     s.enqueued_by = c.start_ns;
-    switch (d.api) {
+    switch (s0.described.api) {
       // A copy or memset that holds the host by rule waits for its stream (on the legacy stream, for the blocking
       // streams too), then does its transfer; its own transfer is always awaited (below).
       case ApiKind::Copy:
@@ -292,10 +132,10 @@ class Analyzer {
         break;
       case ApiKind::StreamSynchronize: s.kind = WaitScope::Stream; break;
       case ApiKind::EventSynchronize:
-        if (event_record_[ci] >= 0) {  // the stream the event was last recorded in, up to that record
+        if (s0.event_anchored) {  // the stream the event was last recorded in, up to that record
           s.kind = WaitScope::Stream;
-          s.anchor = static_cast<size_t>(event_record_[ci]);
-          s.enqueued_by = log_.calls[s.anchor].end_ns;
+          s.anchor = &s0.anchor;
+          s.enqueued_by = s0.anchor.end_ns;
         }
         break;
       default: break;
@@ -312,44 +152,47 @@ class Analyzer {
     if (is_own(op, c)) return op.kind == GpuOpKind::Memcpy || op.kind == GpuOpKind::Memset || s.own_kernels;
     if (s.kind == WaitScope::Device) return true;
     if (s.kind != WaitScope::Stream) return false;
-    const uint32_t own = anchor_stream_[s.anchor];
-    if (own != UINT32_MAX && op.stream_id == own) return true;
-    const StreamKind kind = out_.described[s.anchor].stream;
-    const int64_t p = idx_.corr->producer(oi);
+    const StreamAnchor& a = *s.anchor;
+    if (a.stream_id != UINT32_MAX && op.stream_id == a.stream_id) return true;
+    const int64_t p = idx_->corr.producer(oi);
     // Work no watched call enqueued: in its stream only when the stream is not known (legacy: on a blocking one).
     if (p < 0) {
-      return !strict && (own == UINT32_MAX || (kind == StreamKind::LegacyDefault && op.stream_id != kMigrationStream));
+      return !strict &&
+             (a.stream_id == UINT32_MAX || (a.kind == StreamKind::LegacyDefault && op.stream_id != kMigrationStream));
     }
     const auto& producer = log_.calls[static_cast<size_t>(p)];
-    const StreamKind pk = out_.described[static_cast<size_t>(p)].stream;
-    if (kind == StreamKind::LegacyDefault && !strict && blocking_kind(pk)) return true;
-    if (pk != kind) return false;
-    if (kind == StreamKind::LegacyDefault) return true;
-    if (kind == StreamKind::PerThreadDefault) return producer.thread == log_.calls[s.anchor].thread;
-    return producer.stream == log_.calls[s.anchor].stream;
+    const StreamKind pk = st(static_cast<size_t>(p)).described.stream;
+    if (a.kind == StreamKind::LegacyDefault && !strict && blocking_kind(pk)) return true;
+    if (pk != a.kind) return false;
+    if (a.kind == StreamKind::LegacyDefault) return true;
+    if (a.kind == StreamKind::PerThreadDefault) return producer.thread == a.thread;
+    return producer.stream == a.stream;
   }
 
   // Per call, work in its scope that was enqueued before it began, in flight then, and still running when it
   // returned (Evidence::running_op): a call that waits for its whole scope cannot return before that work ends,
   // so it did not wait. Only for calls a rule says wait (a call no rule describes may wait for part of its scope: a
   // launch on a full queue waits for one slot). One sweep over the calls by start.
-  void find_running_work() {
-    running_.assign(log_.calls.size(), -1);
+  void find_running_work(const std::vector<size_t>& judged) {
+    running_.clear();
     std::vector<size_t> by_enqueue;
     for (size_t i = 0; i < log_.ops.size(); ++i) {
-      if (log_.ops[i].kind != GpuOpKind::Sync && idx_.enqueue_ns[i] != 0) by_enqueue.push_back(i);
+      if (log_.ops[i].kind != GpuOpKind::Sync && idx_->enqueue_ns[i] != 0) by_enqueue.push_back(i);
     }
     std::stable_sort(by_enqueue.begin(), by_enqueue.end(),
-                     [&](size_t a, size_t b) { return idx_.enqueue_ns[a] < idx_.enqueue_ns[b]; });
-    std::vector<size_t> order(log_.calls.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+                     [&](size_t a, size_t b) { return idx_->enqueue_ns[a] < idx_->enqueue_ns[b]; });
+    std::vector<size_t> order;
+    for (size_t ci : judged) {
+      const ApiCall& c = log_.calls[ci];
+      if (predicted(ci).may_hold_host() && c.end_ns - c.start_ns >= opt_.threshold_ns) order.push_back(ci);
+    }
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return log_.calls[a].start_ns < log_.calls[b].start_ns; });
     std::unordered_map<uint32_t, size_t> latest;  // per stream: of the work enqueued so far, the op that ends last
     size_t next = 0;
     for (size_t ci : order) {
       const ApiCall& c = log_.calls[ci];
-      for (; next < by_enqueue.size() && idx_.enqueue_ns[by_enqueue[next]] <= c.start_ns; ++next) {
+      for (; next < by_enqueue.size() && idx_->enqueue_ns[by_enqueue[next]] <= c.start_ns; ++next) {
         const size_t oi = by_enqueue[next];
         auto [it, fresh] = latest.try_emplace(log_.ops[oi].stream_id, oi);
         if (!fresh && log_.ops[oi].end_ns > log_.ops[it->second].end_ns) it->second = oi;
@@ -358,18 +201,21 @@ class Analyzer {
       for (auto it = latest.begin(); it != latest.end();) {
         it = log_.ops[it->second].end_ns <= c.start_ns ? latest.erase(it) : std::next(it);
       }
-      if (!out_.predicted[ci].may_hold_host() || c.end_ns - c.start_ns < opt_.threshold_ns) continue;
       const Scope s = scope_of(ci);
       if (s.kind == WaitScope::None) continue;
       for (const auto& [stream, oi] : latest) {
         const GpuOp& op = log_.ops[oi];
         if (op.start_ns == 0 || op.end_ns <= c.end_ns + opt_.release_window_ns) continue;
-        if (idx_.enqueue_ns[oi] > s.enqueued_by || !in_scope(ci, s, oi, /*strict=*/true)) continue;
-        if (running_[ci] < 0 || op.end_ns > log_.ops[static_cast<size_t>(running_[ci])].end_ns) {
-          running_[ci] = static_cast<int64_t>(oi);
-        }
+        if (idx_->enqueue_ns[oi] > s.enqueued_by || !in_scope(ci, s, oi, /*strict=*/true)) continue;
+        auto [r, fresh] = running_.try_emplace(ci, static_cast<int64_t>(oi));
+        if (!fresh && op.end_ns > log_.ops[static_cast<size_t>(r->second)].end_ns) r->second = static_cast<int64_t>(oi);
       }
     }
+  }
+
+  int64_t running_op(size_t ci) const {
+    auto it = running_.find(ci);
+    return it == running_.end() ? -1 : it->second;
   }
 
   // What the call waited for: the last GPU operation in its scope that ended while it held the host (its own transfer
@@ -386,16 +232,16 @@ class Analyzer {
     }
     const Scope s = scope_of(ci);
     ev.scope = s.kind;
-    ev.running_op = running_[ci];
+    ev.running_op = running_op(ci);
     const bool waited_for_scope = ev.running_op < 0;  // else only its own transfer can have held it
     // Its own transfer, if a rule says the call does it before returning: held for as long as the transfer ran
     // while it held the host, however late the DMA of the last staged chunk ends (behind other processes' copies
     // on a shared GPU). Otherwise its own transfer only if it began before and ended by its return (gpu_gap_ns of
     // clock skew allowed).
-    const bool does_own_transfer = out_.predicted[ci].may_hold_host();
+    const bool does_own_transfer = predicted(ci).may_hold_host();
     auto effective_end = [&](const GpuOp& op) { return std::min(op.end_ns, c.end_ns); };
     int64_t best = -1;
-    for (size_t oi : idx_.corr->ops_of(ci)) {
+    for (size_t oi : idx_->corr.ops_of(ci)) {
       const GpuOp& op = log_.ops[oi];
       if (op.start_ns == 0 || op.end_ns <= c.start_ns || op.start_ns >= c.end_ns || !in_scope(ci, s, oi, false)) continue;
       // A call no rule says does its transfer before returning waited for it only if it ended by the return.
@@ -404,16 +250,17 @@ class Analyzer {
     }
     // Else the last work in its scope to end while it held the host, enqueued before it began.
     const uint64_t hi = c.end_ns + opt_.gpu_gap_ns;
-    auto first = std::upper_bound(idx_.ops_by_end.begin(), idx_.ops_by_end.end(), c.start_ns,
+    const std::vector<size_t>& by_end = idx_->ops_by_end;
+    auto first = std::upper_bound(by_end.begin(), by_end.end(), c.start_ns,
                                   [&](uint64_t t, size_t oi) { return t < log_.ops[oi].end_ns; });
     int64_t other = -1;
     if (waited_for_scope && s.kind != WaitScope::None) {
-      for (auto it = first; it != idx_.ops_by_end.end() && log_.ops[*it].end_ns <= hi; ++it) {
+      for (auto it = first; it != by_end.end() && log_.ops[*it].end_ns <= hi; ++it) {
         const size_t oi = *it;
         const GpuOp& op = log_.ops[oi];
         if (op.start_ns == 0 || is_own(op, c)) continue;  // untimed work proves nothing; own work: above
         if (other >= 0 && op.end_ns == log_.ops[static_cast<size_t>(other)].end_ns) continue;  // ties: the first
-        if (idx_.enqueue_ns[oi] > s.enqueued_by || !in_scope(ci, s, oi, false)) continue;
+        if (idx_->enqueue_ns[oi] > s.enqueued_by || !in_scope(ci, s, oi, false)) continue;
         other = static_cast<int64_t>(oi);
       }
     }
@@ -429,7 +276,7 @@ class Analyzer {
     ev.op = best;
     ev.gap_ns = static_cast<int64_t>(c.end_ns) - static_cast<int64_t>(op.end_ns);
     waited = std::min(op.end_ns, c.end_ns) - c.start_ns;
-    const uint32_t own = anchor_stream_[s.anchor];
+    const uint32_t own = s.anchor->stream_id;
     if (is_own(op, c)) {
       ev.by = ReleasedBy::OwnWork;
       // Did its own work have to wait for earlier work in the stream before it could start?
@@ -446,7 +293,7 @@ class Analyzer {
     } else if (s.kind == WaitScope::Stream &&
                ((own != UINT32_MAX && op.stream_id == own) || in_scope(ci, s, static_cast<size_t>(best), true))) {
       ev.by = ReleasedBy::EarlierWorkSameStream;
-    } else if (s.kind == WaitScope::Device && own_stream_id(ci) != UINT32_MAX && op.stream_id == own_stream_id(ci)) {
+    } else if (s.kind == WaitScope::Device && st(ci).own_stream != UINT32_MAX && op.stream_id == st(ci).own_stream) {
       ev.by = ReleasedBy::EarlierWorkSameStream;
     } else {
       ev.by = ReleasedBy::OtherStreamWork;
@@ -474,7 +321,7 @@ class Analyzer {
   // kept as a below-threshold finding, for sites whose waits add up.
   void judge_host(size_t ci) {
     const ApiCall& c = log_.calls[ci];
-    const rules::Prediction& p = out_.predicted[ci];
+    const rules::Prediction& p = predicted(ci);
     const uint64_t held = c.end_ns - c.start_ns;
     const bool documented = p.may_hold_host();
     // Neither a wait past the threshold nor a cost past the cost threshold is possible.
@@ -483,11 +330,12 @@ class Analyzer {
     f.call = ci;
     f.held_ns = held;
     f.predicted = p.host_rule;
+    f.predicted_behavior = p.host;
     f.evidence = attribute(ci, f.waited_ns);
     f.own_ns = held - f.waited_ns;
     if (f.evidence.by == ReleasedBy::ContextCreation) {
-      out_.context_creation_ns += held;  // the first call of the process pays for the context: not a sync issue
-      if (documented) ++out_.not_observed[p.host_rule];
+      counts_.context_creation_ns += held;  // the first call of the process pays for the context: not a sync issue
+      if (documented) ++counts_.not_observed[p.host_rule];
       return;
     }
     if (f.waited_ns >= opt_.threshold_ns) {
@@ -502,7 +350,7 @@ class Analyzer {
         f.rule = rules::RuleId::UndocumentedBlock;
       }
     } else {
-      if (documented) ++out_.not_observed[p.host_rule];  // it did not wait as the rule says it may
+      if (documented) ++counts_.not_observed[p.host_rule];  // it did not wait as the rule says it may
       if (f.own_ns >= opt_.cost_threshold_ns) {
         f.verdict = Verdict::OwnCost;
         f.rule = cost_rule(c.call.api, f.evidence.by == ReleasedBy::ModuleLoad || mark_within(MarkKind::ModuleLoaded, c)
@@ -517,15 +365,14 @@ class Analyzer {
       }
     }
     f.level = rules::rule(f.rule).level;
-    auto dis = disagreements_.find(c.correlation_id);
-    if (dis != disagreements_.end()) f.note = dis->second;
-    out_.findings.push_back(std::move(f));
+    f.note = st(ci).note;
+    findings_.push_back(std::move(f));
   }
 
   // How long `op` started after it could have: after its enqueue and after the previous op in its own stream.
   uint64_t held_back(size_t oi) const {
     const GpuOp& op = log_.ops[oi];
-    uint64_t ready = idx_.enqueue_ns[oi];
+    uint64_t ready = idx_->enqueue_ns[oi];
     int64_t prev = previous_in_stream(oi);
     if (prev >= 0) ready = std::max(ready, log_.ops[static_cast<size_t>(prev)].end_ns);
     return op.start_ns > ready ? op.start_ns - ready : 0;
@@ -534,11 +381,11 @@ class Analyzer {
   // GPU-side effect of a legacy-stream command: it waited for work in blocking streams (delay in) and work in
   // blocking streams waited for it (delay out). Measured from the activity timestamps.
   void judge_legacy_stream(size_t ci) {
-    const rules::Prediction& p = out_.predicted[ci];
+    const rules::Prediction& p = predicted(ci);
     if (p.gpu != rules::GpuEffect::SerializesWithBlockingStreams) return;
-    const int64_t first = first_work_op(idx_.corr->ops_of(ci), log_.ops);
+    const int64_t first = first_work_op(idx_->corr.ops_of(ci), log_.ops);
     if (first < 0) {
-      ++out_.not_observed[rules::RuleId::LegacyStreamSerialization];
+      ++counts_.not_observed[rules::RuleId::LegacyStreamSerialization];
       return;
     }
     const auto li = static_cast<size_t>(first);
@@ -547,6 +394,7 @@ class Analyzer {
     f.call = ci;
     f.held_ns = log_.calls[ci].end_ns - log_.calls[ci].start_ns;
     f.predicted = p.host_rule;
+    f.predicted_behavior = p.host;
     f.rule = rules::RuleId::LegacyStreamSerialization;
     f.level = rules::rule(f.rule).level;
     f.verdict = Verdict::DocumentedObserved;
@@ -554,9 +402,9 @@ class Analyzer {
     // Delay in: the legacy op started late, right after work in another blocking stream ended.
     const uint64_t in = held_back(li);
     if (in > opt_.gpu_gap_ns) {
-      for (size_t oi : idx_.ops_by_end) {
+      for (size_t oi : idx_->ops_by_end) {
         const GpuOp& x = log_.ops[oi];
-        if (oi == li || x.stream_id == legacy.stream_id || !blocking_kind(idx_.op_stream_kind[oi])) continue;
+        if (oi == li || x.stream_id == legacy.stream_id || !blocking_kind(idx_->op_stream_kind[oi])) continue;
         if (x.end_ns <= legacy.start_ns && x.end_ns + opt_.gpu_gap_ns >= legacy.start_ns) {
           delay_in = in;
           f.evidence.op = static_cast<int64_t>(oi);
@@ -567,8 +415,8 @@ class Analyzer {
     // Delay out: work in other blocking streams, enqueued before the legacy op ended, started only when it ended.
     for (size_t oi = 0; oi < log_.ops.size(); ++oi) {
       const GpuOp& y = log_.ops[oi];
-      if (y.kind == GpuOpKind::Sync || y.stream_id == legacy.stream_id || !blocking_kind(idx_.op_stream_kind[oi])) continue;
-      if (idx_.enqueue_ns[oi] == 0 || idx_.enqueue_ns[oi] >= legacy.end_ns) continue;
+      if (y.kind == GpuOpKind::Sync || y.stream_id == legacy.stream_id || !blocking_kind(idx_->op_stream_kind[oi])) continue;
+      if (idx_->enqueue_ns[oi] == 0 || idx_->enqueue_ns[oi] >= legacy.end_ns) continue;
       if (y.start_ns < legacy.end_ns || y.start_ns > legacy.end_ns + opt_.gpu_gap_ns) continue;
       const uint64_t out = held_back(oi);
       if (out > delay_out) {
@@ -579,34 +427,313 @@ class Analyzer {
     }
     f.gpu_delay_ns = delay_in + delay_out;
     if (f.gpu_delay_ns < opt_.threshold_ns) {
-      ++out_.not_observed[rules::RuleId::LegacyStreamSerialization];
+      ++counts_.not_observed[rules::RuleId::LegacyStreamSerialization];
       return;
     }
     f.evidence.by = ReleasedBy::OtherStreamWork;
-    out_.findings.push_back(std::move(f));
+    findings_.push_back(std::move(f));
   }
 
   const EventLog& log_;
+  const Analyzer& a_;
   const AnalysisOptions& opt_;
-  Index idx_;
-  Analysis out_;
-  std::unordered_map<uint64_t, std::string> disagreements_;
-  std::vector<Mark> marks_;            // log_.marks by time
-  std::vector<uint32_t> own_stream_;   // per call: the CUPTI stream of its first work op, or UINT32_MAX
-  std::vector<uint32_t> anchor_stream_;  // per call: resolve_streams()
-  std::vector<int64_t> event_record_;  // per call: an event synchronize's event's last record before it, or -1
-  std::vector<int64_t> running_;       // per call: find_running_work()
+  Analysis& counts_;
+  std::vector<Finding>& findings_;
+  const Analyzer::Index* idx_ = nullptr;
+  std::vector<Mark> marks_;                       // log_.marks by time
+  std::unordered_map<size_t, int64_t> running_;   // per judged call: find_running_work()
 };
 
 }  // namespace
+
+static StreamKind stream_kind_of(const ApiCall& c, const std::unordered_map<uint64_t, StreamKind>& streams) {
+  const StreamKind named = rules::default_stream_named(c.call, c.stream);
+  if (named != StreamKind::Unknown) return named;
+  auto it = streams.find(c.stream);
+  return it == streams.end() ? StreamKind::Unknown : it->second;
+}
+
+void Analyzer::step(const EventLog& log, uint64_t describe_before, uint64_t judge_before,
+                    std::vector<Finding>& findings) {
+  calls_.resize(log.calls.size());
+  log_of_step_ = &log;
+  Index idx(log);
+  const size_t from = described_;
+  while (described_ < log.calls.size() && log.calls[described_].start_ns < describe_before &&
+         !awaits_record(described_, describe_before, idx)) {
+    describe(described_++, idx);
+  }
+  mark_pending_blocking_work(from, described_, idx);
+  for (size_t i = from; i < described_; ++i) calls_[i].predicted = rules::predict(calls_[i].described);
+  for (size_t i = 0; i < log.ops.size(); ++i) {  // the stream kinds of ops, now that their calls are described
+    const int64_t c = idx.corr.producer(i);
+    if (c >= 0 && static_cast<size_t>(c) < described_) idx.op_stream_kind[i] = calls_[static_cast<size_t>(c)].described.stream;
+  }
+  // A legacy-stream command's delay out is read from blocking-stream work that started when its own work ended:
+  // it waits for the records of work enqueued before then (the earliest call still waiting for its record).
+  uint64_t awaited_end = UINT64_MAX;
+  if (judge_before != UINT64_MAX) {
+    for (size_t i = 0; i < log.calls.size(); ++i) {
+      const ApiCall& c = log.calls[i];
+      if (c.end_ns >= awaited_end || !expects_work_record(c) || !idx.corr.ops_of(i).empty()) continue;
+      if ((i < described_ && calls_[i].described.captured) || judge_before >= c.end_ns + kRecordOverdueNs) continue;
+      awaited_end = c.end_ns;
+    }
+  }
+  // And for the calls that enqueued the work around its own described (their stream kinds).
+  const uint64_t frontier = described_ < log.calls.size() ? std::min(describe_before, log.calls[described_].start_ns) : describe_before;
+  auto settled = [&](size_t i) {
+    if (calls_[i].predicted.gpu != rules::GpuEffect::SerializesWithBlockingStreams || judge_before == UINT64_MAX) return true;
+    const int64_t own = first_work_op(idx.corr.ops_of(i), log.ops);
+    if (own < 0) return true;  // no work: not observed, whatever comes
+    const uint64_t end = log.ops[static_cast<size_t>(own)].end_ns;
+    return end < awaited_end && end + opt_.gpu_gap_ns < frontier;
+  };
+  std::vector<size_t> judged;
+  for (size_t i = 0; i < described_; ++i) {
+    if (!calls_[i].judged && log.calls[i].end_ns < judge_before && settled(i)) {
+      calls_[i].judged = true;
+      judged.push_back(i);
+    }
+  }
+  if (judged.empty()) return;
+  Judge(log, *this, opt_, counts_, findings).run(idx, judged);
+}
+
+// A call is described with its own work's records (its stream, the memory kinds they confirm), and later calls only
+// after it: one that enqueued work whose record has not come waits, unless it was captured into a graph (a record
+// comes only when the graph is launched) or the record is kRecordOverdueNs late (lost: awaited_records.h).
+bool Analyzer::awaits_record(size_t ci, uint64_t now_ns, const Index& idx) const {
+  const EventLog& log = *log_of_step_;
+  const ApiCall& c = log.calls[ci];
+  if (!expects_work_record(c) || now_ns == UINT64_MAX || now_ns >= c.end_ns + kRecordOverdueNs) return false;
+  if (!idx.corr.ops_of(ci).empty()) return gets_several_records(c) && !drained_after(ci, now_ns, idx);
+  rules::CallDescription d = c.call;
+  if (rules::traits(d.api).takes_stream || rules::uses_implicit_default_stream(d)) d.stream = stream_kind_of(c, state_.streams);
+  return !state_.capture.captures(c, d);
+}
+
+// A call whose work comes in several records (a graph launch: one per node) has all of them once its stream is known
+// to have drained: later work on the same stream handle started (stream order), or a device synchronize, or a
+// synchronize of that stream, begun after it returned, returned before `now_ns` (everything that ended before now
+// has come).
+bool Analyzer::drained_after(size_t ci, uint64_t now_ns, const Index& idx) const {
+  const EventLog& log = *log_of_step_;
+  const ApiCall& c = log.calls[ci];
+  for (size_t j = ci + 1; j < log.calls.size(); ++j) {
+    const ApiCall& x = log.calls[j];
+    if (x.start_ns < c.end_ns || x.result != 0) continue;
+    const bool same_stream = x.stream == c.stream && x.thread == c.thread;
+    if ((x.call.api == ApiKind::DeviceSynchronize || (same_stream && x.call.api == ApiKind::StreamSynchronize)) &&
+        x.end_ns < now_ns) {
+      return true;
+    }
+    if (!same_stream) continue;
+    for (size_t oi : idx.corr.ops_of(j)) {
+      if (log.ops[oi].start_ns != 0) return true;
+    }
+  }
+  return false;
+}
+
+void Analyzer::retain(const std::vector<char>& keep) {
+  size_t out = 0, described = 0;
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    if (!keep[i]) continue;
+    if (i < described_) ++described;
+    if (out != i) calls_[out] = std::move(calls_[i]);
+    ++out;
+  }
+  calls_.resize(out);
+  described_ = described;
+}
+
+// Completes call `ci`'s description in program order: stream kinds from the streams created so far, whether it was
+// captured into a graph, event wait modes, stream-ordered pointers, first launches, memory kinds confirmed by the
+// activity records; and the stream its scope is measured on.
+void Analyzer::describe(size_t ci, const Index& idx) {
+  const EventLog& log = *log_of_step_;
+  const ApiCall& c = log.calls[ci];
+  CallState& s = calls_[ci];
+  rules::CallDescription d = c.call;
+  d.env = env_;
+  if (rules::traits(d.api).takes_stream || rules::uses_implicit_default_stream(d)) d.stream = stream_kind_of(c, state_.streams);
+  d.captured = false;  // ours to decide, from the capture calls before it
+  state_.capture.observe(c, d);
+  // The CUPTI stream its stream argument names: its own work's, or else that of the latest earlier call on the same
+  // handle (the same thread's, for a per-thread default stream) that enqueued work. A stream or event synchronize
+  // enqueues nothing of its own; unknown when no work on that stream was seen before it.
+  const int64_t first = first_work_op(idx.corr.ops_of(ci), log.ops);
+  s.own_stream = first < 0 ? UINT32_MAX : log.ops[static_cast<size_t>(first)].stream_id;
+  const auto key = std::make_tuple(d.stream, d.stream == StreamKind::LegacyDefault || d.stream == StreamKind::PerThreadDefault ? 0 : c.stream,
+                                   d.stream == StreamKind::PerThreadDefault ? c.thread : 0u);
+  uint32_t anchor_stream = UINT32_MAX;
+  if (s.own_stream != UINT32_MAX) {
+    state_.seen[key] = s.own_stream;
+    anchor_stream = s.own_stream;
+  } else if (auto it = state_.seen.find(key); it != state_.seen.end()) {
+    anchor_stream = it->second;
+  }
+  s.self = StreamAnchor{anchor_stream, d.stream, c.thread, c.stream, c.end_ns};
+  switch (d.api) {
+    case ApiKind::StreamCreate:
+      state_.streams[c.handle] = (c.flags & kStreamNonBlockingFlag) ? StreamKind::NonBlocking : StreamKind::Blocking;
+      break;
+    case ApiKind::StreamDestroy:
+      state_.streams.erase(c.handle);
+      for (auto it = state_.seen.begin(); it != state_.seen.end();) {
+        it = std::get<1>(it->first) == c.handle ? state_.seen.erase(it) : std::next(it);
+      }
+      break;
+    case ApiKind::EventCreate:
+      state_.events[c.handle] = (c.flags & kBlockingSyncFlag) ? rules::WaitMode::BlockingSync : rules::WaitMode::Auto;
+      break;
+    case ApiKind::EventSynchronize: {
+      auto it = state_.events.find(c.handle);
+      if (it != state_.events.end()) d.wait_mode = it->second;
+      auto r = state_.recorded.find(c.handle);
+      if (r != state_.recorded.end()) {
+        s.event_anchored = true;
+        s.anchor = r->second;
+      }
+      break;
+    }
+    case ApiKind::EventRecord:
+      if (c.result == 0) state_.recorded[c.handle] = s.self;
+      break;
+    case ApiKind::StreamOrderedAlloc: state_.stream_ordered.insert(c.handle); break;
+    case ApiKind::StreamOrderedFree: state_.stream_ordered.erase(c.handle); break;
+    case ApiKind::Free: d.stream_ordered_pointer = state_.stream_ordered.erase(c.handle) > 0; break;
+    case ApiKind::KernelLaunch: d.first_launch = state_.launched.insert(c.function).second; break;
+    case ApiKind::GraphLaunch:
+      for (size_t oi : idx.corr.ops_of(ci)) {
+        const GpuOp& op = log.ops[oi];
+        d.pageable_copy_node = d.pageable_copy_node || (op.kind == GpuOpKind::Memcpy &&
+                                (memory_kind_from_activity(op.src_kind) == MemoryKind::Pageable ||
+                                 memory_kind_from_activity(op.dst_kind) == MemoryKind::Pageable));
+      }
+      break;
+    case ApiKind::Copy:
+    case ApiKind::Memset: confirm_memory_kinds(ci, d, idx); break;
+    default: break;
+  }
+  s.described = d;
+  s.is_described = true;
+}
+
+// The activity record of a copy carries the driver's own view of each side's memory kind; it wins over our
+// registry (which cannot see memory pinned before we attached or by an API we do not watch).
+void Analyzer::confirm_memory_kinds(size_t ci, rules::CallDescription& d, const Index& idx) {
+  const EventLog& log = *log_of_step_;
+  const ApiCall& c = log.calls[ci];
+  for (size_t oi : idx.corr.ops_of(ci)) {
+    const GpuOp& op = log.ops[oi];
+    if (op.kind != GpuOpKind::Memcpy) continue;
+    MemoryKind src = memory_kind_from_activity(op.src_kind), dst = memory_kind_from_activity(op.dst_kind);
+    if ((src != MemoryKind::Unknown && src != d.src) || (dst != MemoryKind::Unknown && dst != d.dst)) {
+      if ((d.src != MemoryKind::Unknown || d.dst != MemoryKind::Unknown) && !c.context_only) {
+        calls_[ci].note = "activity record says " + std::string(name_of(src)) + " -> " + std::string(name_of(dst)) +
+                          ", the call looked like " + std::string(name_of(d.src)) + " -> " +
+                          std::string(name_of(d.dst));
+        ++counts_.kind_disagreements;
+      }
+      if (src != MemoryKind::Unknown) d.src = src;
+      if (dst != MemoryKind::Unknown) d.dst = dst;
+    }
+    return;
+  }
+}
+
+// blocking_streams_pending: at the call's entry, some blocking stream other than the call's own holds work that
+// was enqueued earlier and has not finished. Measured from the activity records (the ground truth); one sweep over
+// the calls described in this step, [from, to).
+void Analyzer::mark_pending_blocking_work(size_t from, size_t to, const Index& idx) {
+  if (from == to) return;
+  const EventLog& log = *log_of_step_;
+  std::vector<size_t> blocking_ops;
+  for (size_t i = 0; i < log.ops.size(); ++i) {
+    if (log.ops[i].kind == GpuOpKind::Sync || idx.enqueue_ns[i] == 0) continue;
+    const auto c = static_cast<size_t>(idx.corr.producer(i));  // enqueue_ns != 0: it has one
+    if (c >= to) continue;  // enqueued after every call described here began
+    const rules::CallDescription& d = calls_[c].described;
+    if (blocking_kind(d.stream) && rules::traits(d.api).takes_stream) blocking_ops.push_back(i);
+  }
+  std::sort(blocking_ops.begin(), blocking_ops.end(),
+            [&](size_t a, size_t b) { return idx.enqueue_ns[a] < idx.enqueue_ns[b]; });
+  std::vector<size_t> order;
+  for (size_t i = from; i < to; ++i) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return log.calls[a].start_ns < log.calls[b].start_ns; });
+  std::unordered_map<uint32_t, uint64_t> latest_end;  // per blocking stream: the latest end enqueued so far
+  size_t next = 0;
+  for (size_t ci : order) {
+    const ApiCall& c = log.calls[ci];
+    for (; next < blocking_ops.size() && idx.enqueue_ns[blocking_ops[next]] <= c.start_ns; ++next) {
+      const GpuOp& op = log.ops[blocking_ops[next]];
+      uint64_t& end = latest_end[op.stream_id];
+      end = std::max(end, op.end_ns);
+    }
+    const uint32_t own = calls_[ci].own_stream;
+    bool pending = false;
+    for (const auto& [stream, end] : latest_end) pending = pending || (stream != own && end > c.start_ns);
+    calls_[ci].described.blocking_streams_pending = pending;
+  }
+}
+
+// A run analyzed as it went: its judgements, as they were made.
+static Analysis judged_already(const EventLog& log) {
+  Analysis out;
+  out.findings = log.findings;
+  out.not_observed = log.carried.not_observed;
+  out.context_creation_ns = log.carried.context_creation_ns;
+  out.kind_disagreements = log.carried.kind_disagreements;
+  out.captured_calls = log.carried.captured_calls;
+  out.calls_watched = log.calls.size() + log.carried.calls;
+  for (const ApiCall& c : log.calls) {
+    out.described.push_back(c.call);
+    out.predicted.emplace_back();
+  }
+  for (const Finding& f : log.findings) {
+    out.predicted[f.call].host_rule = f.predicted;
+    out.predicted[f.call].host = f.predicted_behavior;
+  }
+  return out;
+}
+
+Analysis analyze(const EventLog& log, const AnalysisOptions& options) {
+  if (log.analyzed) return judged_already(log);
+  Analyzer a(options, log.run.env);
+  a.counts().calls_watched = log.calls.size() + log.carried.calls;
+  a.counts().not_observed = log.carried.not_observed;
+  a.counts().context_creation_ns = log.carried.context_creation_ns;
+  a.counts().kind_disagreements = log.carried.kind_disagreements;
+  a.counts().captured_calls = log.carried.captured_calls;
+  Analysis out;
+  a.step(log, UINT64_MAX, UINT64_MAX, out.findings);
+  Analysis& counts = a.counts();
+  out.not_observed = std::move(counts.not_observed);
+  out.context_creation_ns = counts.context_creation_ns;
+  out.calls_watched = counts.calls_watched;
+  out.captured_calls = counts.captured_calls;
+  out.kind_disagreements = counts.kind_disagreements;
+  out.described.reserve(log.calls.size());
+  out.predicted.reserve(log.calls.size());
+  for (size_t i = 0; i < log.calls.size(); ++i) {
+    out.described.push_back(a.state(i).described);
+    out.predicted.push_back(a.state(i).predicted);
+  }
+  return out;
+}
+
+bool compacted(const EventLog& log) {
+  if (log.analyzed || !log.carried.empty()) return true;
+  return std::any_of(log.calls.begin(), log.calls.end(), [](const ApiCall& c) { return c.context_only; });
+}
 
 bool blocking_kind(StreamKind k) {
   // Unknown handles were created before we attached or by a path we do not watch: cudaStreamCreate's default is
   // blocking.
   return k == StreamKind::Blocking || k == StreamKind::PerThreadDefault || k == StreamKind::Unknown;
 }
-
-Analysis analyze(const EventLog& log, const AnalysisOptions& options) { return Analyzer(log, options).run(); }
 
 std::string_view released_by_text(ReleasedBy r) {
   switch (r) {

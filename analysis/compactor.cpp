@@ -38,10 +38,10 @@ bool untimed_op(const GpuOp& op) { return op.kind != GpuOpKind::Sync && op.start
 
 }  // namespace
 
-Compactor::Compactor(const CompactOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog)
+Compactor::Compactor(const StreamingOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog)
     : options_(options),
-      env_(env),
       chunk_calls_(std::max<size_t>(1, chunk_calls)),
+      analysis_(options, env),
       max_backlog_(max_backlog == 0 ? 0 : std::max<size_t>(2, max_backlog)) {}  // shedding keeps half: at least 1
 
 void Compactor::remember_launches(const std::vector<ApiCall>& calls) {
@@ -94,8 +94,8 @@ bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_
 void Compactor::count_shed(uint64_t calls, uint64_t lost) {
   stats_.shed_calls += calls;
   stats_.lost_calls += lost;
-  central_.carried.calls += calls;
-  if (lost != 0) central_.run.complete = false;
+  analysis_.count_unanalyzed(calls, 0);
+  if (lost != 0) complete_ = false;
 }
 
 // Removes, among the oldest calls of the backlog down to `down_to` calls, those `drop` picks; returns how many, for
@@ -140,8 +140,8 @@ void Compactor::shed() {
 // calls, and a set's node per id was that many allocations a round on the compaction thread.
 void Compactor::drop_orphan_work() {
   std::vector<uint64_t> ids;
-  ids.reserve(2 * (central_.calls.size() + backlog_calls_.size()));
-  for (const std::vector<ApiCall>* calls : {&central_.calls, &backlog_calls_}) {
+  ids.reserve(2 * (analysis_.window().calls.size() + backlog_calls_.size()));
+  for (const std::vector<ApiCall>* calls : {&analysis_.window().calls, static_cast<const std::vector<ApiCall>*>(&backlog_calls_)}) {
     for (const ApiCall& c : *calls) {
       ids.push_back(c.correlation_id);
       if (c.driver_correlation_id != 0) ids.push_back(c.driver_correlation_id);
@@ -152,7 +152,7 @@ void Compactor::drop_orphan_work() {
   for (size_t i = 0; i < backlog_ops_.size(); ++i) {
     GpuOp& op = backlog_ops_[i];
     if (op.start_ns < calls_before_ns_ && !std::binary_search(ids.begin(), ids.end(), op.correlation_id)) {
-      ++central_.carried.ops;
+      analysis_.count_unanalyzed(0, 1);
       continue;
     }
     if (kept != i) backlog_ops_[kept] = std::move(op);
@@ -197,7 +197,7 @@ void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vec
     ops.erase(untimed, ops.end());
   }
   release_untimed(false);
-  central_.marks = std::move(marks);
+  analysis_.set_marks(std::move(marks));
   merge_into(backlog_calls_, std::move(calls), by_start_call);
   merge_into(backlog_ops_, std::move(ops), by_start_op);
   stats_.peak_backlog = std::max<uint64_t>(stats_.peak_backlog, backlog_calls_.size());
@@ -217,8 +217,8 @@ void Compactor::release_untimed(bool all) {
   if (untimed_.empty()) return;
   std::vector<uint64_t> ids;
   if (!all) {
-    ids.reserve(2 * central_.calls.size());
-    for (const ApiCall& c : central_.calls) {
+    ids.reserve(2 * analysis_.window().calls.size());
+    for (const ApiCall& c : analysis_.window().calls) {
       ids.push_back(c.correlation_id);
       if (c.driver_correlation_id != 0) ids.push_back(c.driver_correlation_id);
     }
@@ -235,50 +235,49 @@ void Compactor::release_untimed(bool all) {
     }
   }
   untimed_.resize(out);
-  if (!released.empty()) merge_into(central_.ops, std::move(released), by_start_op);
+  if (!released.empty()) analysis_.add({}, std::move(released));
 }
 
-// Calls are taken whole, the GPU work by its start: everything that started before the backlog's next call is
-// then in the compacted log, so that call's start bounds the horizon too.
+// Calls are taken whole, in start order: everything that started before the backlog's next call is then in the
+// analysis, so that call's start bounds the horizon too.
 void Compactor::compact_chunk(uint64_t horizon_ns) {
   const auto t0 = std::chrono::steady_clock::now();
   const size_t k = std::min(chunk_calls_, backlog_calls_.size());
   const uint64_t next = k < backlog_calls_.size() ? backlog_calls_[k].start_ns : UINT64_MAX;
   std::vector<ApiCall> calls = take_front(backlog_calls_, backlog_calls_.begin() + static_cast<std::ptrdiff_t>(k));
-  std::vector<GpuOp> ops = take_front(backlog_ops_, std::lower_bound(backlog_ops_.begin(), backlog_ops_.end(), next,
-                                                                     [](const GpuOp& op, uint64_t t) { return op.start_ns < t; }));
+  // Every record that came: a call's description reads its own work, which may start after later calls began (queued
+  // work). The window keeps work until every call that may read it was judged (streaming.h).
+  std::vector<GpuOp> ops = std::exchange(backlog_ops_, {});
   remember_launches(calls);
-  merge_into(central_.calls, std::move(calls), by_start_call);
-  merge_into(central_.ops, std::move(ops), by_start_op);
+  analysis_.add(std::move(calls), std::move(ops));
   release_untimed(false);
-  central_.run.threshold_ns = options_.analysis.threshold_ns;
-  central_.run.env = env_;
-  // false: nothing to drop yet, or the check refused (the log stays whole and correct, only larger).
-  if (!compact(central_, std::min(horizon_ns, next), options_)) ++stats_.refused_or_unchanged;
+  analysis_.advance(std::min(horizon_ns, next));
   ++stats_.chunks;
   stats_.largest_chunk = std::max<uint64_t>(stats_.largest_chunk, k);
   const auto ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   stats_.compact_ns += ns;
   stats_.longest_chunk_ns = std::max(stats_.longest_chunk_ns, ns);
-  stats_.kept_calls = central_.calls.size();
-  stats_.kept_ops = central_.ops.size();
-  stats_.compacted_calls = central_.carried.calls;
+  stats_.kept_calls = analysis_.window().calls.size();
+  stats_.kept_ops = analysis_.window().ops.size();
+  stats_.compacted_calls = analysis_.judged_calls();
+  stats_.peak_window_calls = std::max(stats_.peak_window_calls, stats_.kept_calls);
 }
 
-EventLog Compactor::take() {
+StreamingAnalysis::Result Compactor::finish(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks) {
+  merge_into(backlog_calls_, std::move(calls), by_start_call);
+  merge_into(backlog_ops_, std::move(ops), by_start_op);
+  analysis_.set_marks(std::move(marks));
+  analysis_.add(std::exchange(backlog_calls_, {}), std::exchange(backlog_ops_, {}));
   release_untimed(true);
-  EventLog log = std::move(central_);
-  central_ = EventLog{};
-  log.calls.insert(log.calls.end(), std::make_move_iterator(backlog_calls_.begin()),
-                   std::make_move_iterator(backlog_calls_.end()));
-  log.ops.insert(log.ops.end(), std::make_move_iterator(backlog_ops_.begin()), std::make_move_iterator(backlog_ops_.end()));
-  backlog_calls_.clear();
-  backlog_ops_.clear();
-  stats_.kept_calls = log.calls.size();
-  stats_.kept_ops = log.ops.size();
-  log.run.unanalyzed_calls = stats_.shed_calls;
-  return log;
+  StreamingAnalysis::Result r = analysis_.finish();
+  stats_.kept_calls = r.log.calls.size();
+  stats_.kept_ops = r.log.ops.size();
+  r.log.run.unanalyzed_calls = stats_.shed_calls;
+  r.log.run.complete = complete_;
+  r.log.run.threshold_ns = options_.analysis.threshold_ns;
+  r.log.run.cost_threshold_ns = options_.analysis.cost_threshold_ns;
+  return r;
 }
 
 }  // namespace asynccheck

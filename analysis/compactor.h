@@ -1,6 +1,7 @@
-// The running compaction (compact.h) of a live capture, without the capture: events arrive in batches (what the
+// The live feed of the streaming analysis (streaming.h), without the capture: events arrive in batches (what the
 // threads appended since the last round, the activity records decoded since), wait in a backlog sorted by start,
-// and move into the compacted log a chunk at a time. Pure, no CUDA and no locks (the capture serializes calls):
+// and move into the analysis a chunk at a time, as far as the records horizon settles them. Past its limits the
+// backlog sheds ordinary calls (counted, not analyzed). Pure, no CUDA and no locks (the capture serializes calls):
 // the capture runs it on its own thread, tests and bench/compactor_replay run it on fabricated streams.
 #pragma once
 
@@ -11,7 +12,7 @@
 #include <vector>
 
 #include "analysis/awaited_records.h"
-#include "analysis/compact.h"
+#include "analysis/streaming.h"
 #include "analysis/events.h"
 
 namespace asynccheck {
@@ -20,11 +21,13 @@ namespace asynccheck {
 // how far the threads got ahead of them, and what was kept at the end.
 struct CompactorStats {
   uint64_t rounds = 0, chunks = 0;
-  uint64_t refused_or_unchanged = 0;  // chunks after which the log stayed whole (nothing to drop, or the check refused)
   uint64_t largest_chunk = 0;         // calls
   uint64_t peak_backlog = 0;          // calls taken from the threads and waiting for a chunk, at most
   uint64_t compact_ns = 0, longest_chunk_ns = 0;
+  // The analysis' window after the last chunk (at the end: the calls and GPU work the report keeps), and the calls
+  // judged so far.
   uint64_t kept_calls = 0, kept_ops = 0, compacted_calls = 0;
+  uint64_t peak_window_calls = 0;  // the analysis' window after a chunk, at most
   // Activity records that came a round late: the operation ended before the previous batch's delivery time, yet
   // came in this batch. The margin (CompactOptions::margin_ns) must cover how much earlier they ended.
   uint64_t late_ops = 0, latest_late_ns = 0;
@@ -91,7 +94,7 @@ class Compactor {
   // duration (hence how long the capture's finish() waits for one).
   // `max_backlog` (0 = none): when more calls than this wait, the oldest ordinary ones are shed (shed()); past
   // kLoseAtShares / 2 times it, the oldest calls of any kind (lose()).
-  Compactor(const CompactOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog = 0);
+  Compactor(const StreamingOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog = 0);
 
   // A round's batch: calls and ops in any order (sorted here), and every mark so far (they replace the previous).
   // `delivered_ns`: when the batch was taken (the activity flush before it); an op that ended before the previous
@@ -113,23 +116,23 @@ class Compactor {
   // sign of its record: when it comes after the calls around it were settled, it is counted but is no evidence
   // for them (flush_period=0 rules that out: every round forced).
   uint64_t records_before(uint64_t flushed_ns, uint64_t forced_ns);
-  // Moves the backlog's next chunk into the compacted log and compacts it. `horizon_ns`: everything that ended
-  // before it has been added (calls and activity records); the backlog's next call bounds it further.
+  // Moves the backlog's next chunk into the analysis and advances it. `horizon_ns`: everything that ended before it
+  // has been added (calls and activity records); the backlog's next call bounds it further.
   void compact_chunk(uint64_t horizon_ns);
   // Calls the capture shed before they reached us (its per-thread limit): counted like those shed here; `lost` of
   // them were not ordinary (AtThread::Lose): the log is then incomplete.
   void count_shed(uint64_t calls, uint64_t lost = 0);
-  // Everything: the compacted log, then the backlog (the capture's finish() adds the rest and sorts);
-  // run.unanalyzed_calls says how many were shed.
-  EventLog take();
+  // Analyzes the backlog and `calls` and `ops` (the rest: what the threads and CUPTI still held), judges everything.
+  // run.unanalyzed_calls says how many were shed, run.complete whether calls were lost.
+  StreamingAnalysis::Result finish(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks);
 
   CompactorStats& stats() { return stats_; }
 
  private:
-  CompactOptions options_;
-  rules::Environment env_;
+  StreamingOptions options_;
   size_t chunk_calls_;
-  EventLog central_;  // compacted so far: everything that started before backlog_calls_' first call
+  StreamingAnalysis analysis_;  // has everything that started before backlog_calls_' first call
+  bool complete_ = true;        // false once calls were lost (lose())
   std::vector<ApiCall> backlog_calls_;  // added, not yet compacted, sorted by start
   std::vector<GpuOp> backlog_ops_;
   // Bounded memory when the program makes calls faster than one thread can analyze them (many threads launching

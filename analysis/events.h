@@ -10,6 +10,7 @@
 #include "rules/api_traits.h"
 #include "rules/call.h"
 #include "rules/catalog.h"
+#include "analysis/finding.h"
 
 namespace asynccheck {
 
@@ -43,9 +44,8 @@ struct ApiCall {
   // The innermost NVTX push/pop range open on the calling thread during the call (interpose/nvtx_ranges.h):
   // N is EventLog::nvtx_ranges[N - 1], 0 = none (no range open, or NVTX ranges were off).
   uint32_t nvtx_range = 0;
-  // Kept by compaction (compact.h) only as context for other calls: it creates state later calls read, or
-  // enqueued GPU work that later calls' evidence may name. The analysis describes it but does not judge it:
-  // what it contributed to the report is already in EventLog::carried. Never set by the capture.
+  // Kept by the compaction of earlier versions only as context for other calls (recordings they made still read):
+  // described, not judged; what it contributed to the report is already in EventLog::carried.
   bool context_only = false;
 };
 
@@ -164,9 +164,8 @@ struct NvtxRange {
   bool operator==(const NvtxRange&) const = default;
 };
 
-// Findings that compaction (compact.h) folded away: one (stack, API, rule, NVTX range) key, what its dropped
-// findings add to the site's row. The key's first finding, and at most CompactOptions::samples_per_site in all,
-// stay as calls.
+// Findings folded away (streaming.h): one (stack, API, rule, NVTX range) key, what its findings not kept as calls
+// add to the site's row. The key's first findings, StreamingOptions::samples_per_site of them, stay as calls.
 struct CarriedSite {
   uint32_t stack = 0;
   uint16_t name = 0;  // ApiCall::name
@@ -182,8 +181,8 @@ struct CarriedSite {
   std::map<uint16_t, uint64_t> median_sketch;  // the times summed in total_ns, in median_sketch.h's buckets
 };
 
-// What compaction dropped from the log, so that the analysis of the smaller log reports exactly what the whole
-// log would have. All zero for a log that was never compacted (the capture with trace or compact=0).
+// What a run analyzed as it went (streaming.h) let go of, so that its report is that of the whole run. All zero for
+// a log that kept every event (the capture with a trace, or compact=0).
 struct Carried {
   uint64_t calls = 0;  // calls dropped (counted in calls_watched)
   uint64_t ops = 0;    // GPU operations dropped (counted in the report's gpu_operations)
@@ -207,7 +206,12 @@ struct EventLog {
   std::vector<Stack> stacks;   // stack id N is stacks[N - 1]
   std::vector<Symbol> symbols; // resolved frames, so a recording replays with its call sites anywhere
   std::vector<NvtxRange> nvtx_ranges;  // ApiCall::nvtx_range N is nvtx_ranges[N - 1]
-  Carried carried;             // what compaction folded away (recordings keep it: see compact.h)
+  Carried carried;             // what was folded away: counts and sites of the findings not kept as calls
+  // A run analyzed as it went (streaming.h): `calls` are the calls whose findings were kept (each site's first ones),
+  // `findings` those judgements (indices into calls and ops), `carried` the rest. Such a log is not judged again:
+  // analyze() reads its findings; it reports only at the thresholds it was analyzed with.
+  bool analyzed = false;
+  std::vector<Finding> findings;
 };
 
 }  // namespace asynccheck

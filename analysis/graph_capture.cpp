@@ -30,6 +30,12 @@ void CaptureTracker::end(size_t capture) {
   origin_.erase(capture);
 }
 
+bool CaptureTracker::captures(const ApiCall& c, const rules::CallDescription& d) const {
+  if (!rules::enqueues_stream_work(d.api) || d.api == ApiKind::CaptureBegin || d.api == ApiKind::CaptureEnd) return false;
+  if (capturing_.count(key_of(c, d))) return true;
+  return c.result == 0 && d.api == ApiKind::StreamWaitEvent && events_.count(c.handle);
+}
+
 bool CaptureTracker::observe(const ApiCall& c, rules::CallDescription& d) {
   const bool ok = c.result == 0;
   const Key key = key_of(c, d);

@@ -31,6 +31,8 @@ class CaptureTracker {
   // later calls are described with (a capture began or ended, a stream joined, an event entered or left a capture):
   // compaction keeps such calls.
   bool observe(const ApiCall& c, rules::CallDescription& d);
+  // Whether observe() would set d.captured for the next call `c` (described up to its stream kind), changing nothing.
+  bool captures(const ApiCall& c, const rules::CallDescription& d) const;
 
  private:
   using Key = std::pair<uint64_t, uint32_t>;  // (stream handle, thread for the per-thread default stream, else 0)

@@ -310,6 +310,60 @@ void write_carried(std::ostream& o, const Carried& c) {
   }
 }
 
+// A judgement of a run analyzed as it went (EventLog::findings): the enums as their numbers (analysis/finding.h).
+constexpr std::string_view kFindingShape =
+    "finding call rule predicted behavior verdict held_ns waited_ns own_ns gpu_delay_ns below by op gap_ns behind_op "
+    "running_op scope note";
+constexpr size_t kFindingTokens = 18;
+
+void write_finding(std::ostream& o, const Finding& f) {
+  const Evidence& e = f.evidence;
+  o << "finding " << f.call << ' ' << rules::rule(f.rule).id << ' ' << rules::rule(f.predicted).id << ' '
+    << int(f.predicted_behavior) << ' ' << int(f.verdict) << ' ' << f.held_ns << ' ' << f.waited_ns << ' ' << f.own_ns
+    << ' ' << f.gpu_delay_ns << ' ' << f.below_threshold << ' ' << int(e.by) << ' ' << e.op << ' ' << e.gap_ns << ' '
+    << e.behind_op << ' ' << e.running_op << ' ' << int(e.scope) << ' ' << (f.note.empty() ? "-" : percent_encode(f.note))
+    << '\n';
+}
+
+rules::RuleId read_rule(Fields& f, std::string_view field);
+
+bool read_finding(Fields& f, Finding& out) {
+  if (f.size() != kFindingTokens) {
+    f.fail("expected " + std::to_string(kFindingTokens - 1) + " fields after 'finding', got " + std::to_string(f.size() - 1) +
+           " (" + std::string(kFindingShape) + ")");
+    return false;
+  }
+  auto small = [&](std::string_view field, unsigned max) {
+    const unsigned v = f.num<unsigned>(field);
+    if (f.ok() && v > max) f.fail("field '" + std::string(field) + "': " + std::to_string(v) + " is not 0 to " + std::to_string(max));
+    return static_cast<uint8_t>(v);
+  };
+  out.call = f.num<size_t>("call");
+  out.rule = read_rule(f, "rule");
+  out.predicted = read_rule(f, "predicted");
+  out.predicted_behavior = static_cast<rules::HostBehavior>(small("behavior", int(rules::HostBehavior::WaitsForEvent)));
+  out.verdict = static_cast<Verdict>(small("verdict", int(Verdict::OwnCost)));
+  out.held_ns = f.num<uint64_t>("held_ns");
+  out.waited_ns = f.num<uint64_t>("waited_ns");
+  out.own_ns = f.num<uint64_t>("own_ns");
+  out.gpu_delay_ns = f.num<uint64_t>("gpu_delay_ns");
+  out.below_threshold = f.flag("below");
+  Evidence& e = out.evidence;
+  e.by = static_cast<ReleasedBy>(small("by", int(ReleasedBy::NothingOnGpu)));
+  e.op = f.num<int64_t>("op");
+  e.gap_ns = f.num<int64_t>("gap_ns");
+  e.behind_op = f.num<int64_t>("behind_op");
+  e.running_op = f.num<int64_t>("running_op");
+  e.scope = static_cast<WaitScope>(small("scope", int(WaitScope::Device)));
+  const std::string note = f.text("note");
+  if (f.ok() && note != "-") out.note = note;
+  if (f.ok() && out.waited_ns + out.own_ns != out.held_ns) {
+    f.fail("fields 'waited_ns' and 'own_ns' must add up to 'held_ns' (" + std::to_string(out.held_ns) + ")");
+  }
+  if (f.ok()) out.level = rules::rule(out.rule).level;
+  return f.ok();
+}
+
 rules::RuleId read_rule(Fields& f, std::string_view field) {
   std::string id = f.text(field);
   if (!f.ok()) return {};
@@ -346,6 +400,10 @@ void write_recording(std::ostream& o, const EventLog& log) {
   write_carried(o, log.carried);
   for (const GpuOp& op : log.ops) write_op(o, op);
   for (const Mark& m : log.marks) o << "mark " << name_of(m.kind) << ' ' << m.time_ns << ' ' << m.thread << '\n';
+  if (log.analyzed) {
+    o << "analyzed\n";
+    for (const Finding& f : log.findings) write_finding(o, f);
+  }
   o << "end\n";
 }
 
@@ -536,10 +594,24 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       if (f.ok() && site.count == 0) f.fail("field 'count': a carried site has at least one finding");
       if (!f.ok()) return fail(what);
       log.carried.findings.push_back(site);
+    } else if (tag == "analyzed") {
+      if (!f.count(1, "analyzed")) return fail(what);
+      log.analyzed = true;
+    } else if (tag == "finding") {
+      Finding fd;
+      if (!log.analyzed) return fail("a 'finding' before the 'analyzed' line");
+      if (!read_finding(f, fd)) return fail(what);
+      if (fd.call >= log.calls.size()) return fail("finding of call " + std::to_string(fd.call) + ", which the recording does not hold (valid: 0 to " + std::to_string(log.calls.size()) + " - 1)");
+      for (int64_t op : {fd.evidence.op, fd.evidence.behind_op, fd.evidence.running_op}) {
+        if (op < -1 || op >= static_cast<int64_t>(log.ops.size())) {
+          return fail("finding names GPU operation " + std::to_string(op) + ", which the recording does not hold (valid: -1 for none, or 0 to " + std::to_string(log.ops.size()) + " - 1)");
+        }
+      }
+      log.findings.push_back(std::move(fd));
     } else if (tag == "end") {
       ended = true;
     } else {
-      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, end)");
+      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, analyzed, finding, end)");
     }
   }
   if (lineno == 0) {

@@ -12,13 +12,16 @@
 //   nvtx <id> <domain> <name>      optional: an NVTX range that `call` lines name, ids 1, 2, ... in order
 //   call <fields...>               one per watched API call (see kCallShape in recording.cpp); an optional last
 //                                  field names the call's innermost NVTX range (absent: none)
-//   ctxcall <fields...>            optional: a call that compaction kept as context only (not judged)
+//   ctxcall <fields...>            optional: a call that earlier versions' compaction kept as context only
 //   carried <calls> <ops> <context_creation_ns> <kind_disagreements> <captured_calls>   optional, compacted log
 //   carried_not_observed <rule> <count>                                (analysis/compact.h): what compaction
 //   carried_site <stack> <name> <rule> <count> <total_ns> <max_ns> <bytes> [<nvtx>]   folded away; see events.h
 //                                  Carried (the optional last field: the site's NVTX range, as on `call`)
 //   op <fields...>                 one per GPU operation from the activity records
 //   mark <kind> <time> <thread>    context creation, module loads
+//   analyzed                       optional: a run analyzed as it went (streaming.h): `call` lines are the calls
+//                                  whose judgements were kept, `carried*` lines the rest; not judged again
+//   finding <fields...>            after `analyzed`: one judgement (kFindingShape in recording.cpp)
 //   end                            written last: a recording without it is incomplete
 // Text fields are percent-encoded (space, %, control characters), so every field is one token.
 #pragma once

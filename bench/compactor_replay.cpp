@@ -1,6 +1,6 @@
-// The capture's running compaction (analysis/compactor.h) replayed on a recorded stream, without a GPU: how long
-// its rounds take per second of the program's time, how many events it keeps, and the memory it adds, at any
-// number of calls. The recording's steady part (its middle 80%) is repeated, shifted in time and correlation
+// The capture's streaming analysis (analysis/streaming.h, fed by analysis/compactor.h) replayed on a recorded
+// stream, without a GPU: how long its rounds take per second of the program's time, how many calls a second it
+// judges, how many events it keeps, and the memory it adds, at any number of calls. The recording's steady part (its middle 80%) is repeated, shifted in time and correlation
 // ids, as a program looping on the same work would produce it.
 //
 // usage: compactor_replay RECORDING CALLS [MARGIN_MS] [CHUNK_CALLS]
@@ -8,8 +8,8 @@
 //   MARGIN_MS: 10 by default, as in the capture; CHUNK_CALLS: 16384 by default, as compact_round and the chunks
 // Rounds happen as in the capture: when CHUNK_CALLS calls are pending or 100 ms of the recording's time have
 // passed; a round adds the calls that ended and the GPU work that ended before it (what CUPTI's flush delivers),
-// then compacts chunk by chunk to that horizon. Prints one RESULT line; with COMPACTOR_REPLAY_KEPT=1 in the
-// environment also what the compacted log kept at the end, by API and role, and its first calls and operations;
+// then analyzes chunk by chunk to that horizon. Prints one RESULT line; with COMPACTOR_REPLAY_KEPT=1 in the
+// environment also what the result kept at the end, by API and whether it has a stack, and its first calls and operations;
 // with COMPACTOR_REPLAY_FLUSH_PERIOD_MS=N, rounds as with the capture's flush_period option (below).
 #include <malloc.h>
 #include <sys/resource.h>
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "compactor_replay: CALLS must be a positive whole number, got '%s'\n", argv[2]);
     return 2;
   }
-  CompactOptions options;
+  StreamingOptions options;
   options.analysis.threshold_ns = log.run.threshold_ns;
   options.margin_ns = (argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 10) * 1'000'000;
   const size_t chunk = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 16 * 1024;
@@ -173,11 +173,11 @@ int main(int argc, char** argv) {
     ++copy;
   }
   round(UINT64_MAX / 2);
-  const EventLog end = compactor.take();
+  const EventLog end = compactor.finish({}, {}, {}).log;
   if (std::getenv("COMPACTOR_REPLAY_KEPT") != nullptr) {  // what stays, by API, role and whether it has a stack
     std::map<std::string, size_t> kinds;
     for (const ApiCall& c : end.calls) {
-      kinds[log.api_names[c.name] + (c.context_only ? " context" : " judged") + (c.stack ? " stack" : "")]++;
+      kinds[log.api_names[c.name] + (c.stack ? " stack" : "")]++;
     }
     for (const auto& [k, n] : kinds) std::fprintf(stderr, "kept %zu %s\n", n, k.c_str());
     const uint64_t t0 = end.calls.empty() ? 0 : end.calls.front().start_ns;
@@ -198,10 +198,10 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &ru);
   const double program_s = static_cast<double>(copy * span) / 1e9;
   std::printf("RESULT calls=%llu ops=%llu program_s=%.2f compact_s=%.2f compact_per_program_s=%.3f rounds=%llu "
-              "chunks=%llu forced_rounds=%zu refused_or_unchanged=%llu kept_calls=%zu kept_ops=%zu carried_sites=%zu rss_added_kb=%ld maxrss_kb=%ld\n",
+              "chunks=%llu forced_rounds=%zu calls_per_s=%.0f peak_window_calls=%llu kept_calls=%zu kept_ops=%zu carried_sites=%zu rss_added_kb=%ld maxrss_kb=%ld\n",
               static_cast<unsigned long long>(generated), static_cast<unsigned long long>(ops_generated), program_s,
               compact_s, compact_s / program_s, static_cast<unsigned long long>(st.rounds),
-              static_cast<unsigned long long>(st.chunks), forced_rounds, static_cast<unsigned long long>(st.refused_or_unchanged), end.calls.size(), end.ops.size(),
+              static_cast<unsigned long long>(st.chunks), forced_rounds, static_cast<double>(generated) / compact_s, static_cast<unsigned long long>(st.peak_window_calls), end.calls.size(), end.ops.size(),
               end.carried.findings.size(), peak_kb - base_kb, ru.ru_maxrss);
   return 0;
 }

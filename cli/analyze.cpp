@@ -3,7 +3,6 @@
 #include <cstring>
 #include <fstream>
 
-#include "analysis/compact.h"
 #include "analysis/recording.h"
 #include "cli/cli.h"
 #include "cli/recordings.h"
@@ -28,21 +27,21 @@ int analyze_command(const std::string& path, Cli& cli) {
   EventLog log;
   if (!read_log(path, log, error)) return usage_error(error);
   if (compacted(log)) {
-    // Compaction decided what to keep by judging the calls at the run's threshold, and dropped what a trace draws.
+    // The run was judged as it went, at its thresholds, and kept only what each site's report shows (streaming.h).
     if (cli.was_given("threshold") && cli.opts.threshold != log.run.threshold_ns) {
-      return usage_error("recording '" + path + "' was compacted as it was captured, for threshold=" +
+      return usage_error("recording '" + path + "' was analyzed as it was captured, for threshold=" +
                          std::to_string(log.run.threshold_ns) + "ns; it can only be analyzed at that threshold "
                          "(record with --compact=0 to analyze at another)");
     }
     if (cli.was_given("cost_threshold") && cli.opts.cost_threshold != log.run.cost_threshold_ns) {
-      return usage_error("recording '" + path + "' was compacted as it was captured, for cost_threshold=" +
+      return usage_error("recording '" + path + "' was analyzed as it was captured, for cost_threshold=" +
                          std::to_string(log.run.cost_threshold_ns) + "ns; it can only be analyzed at that cost "
                          "threshold (record with --compact=0 to analyze at another)");
     }
     OutputFiles files;
     output_files(cli.opts, files, error);
     if (!files.trace.empty()) {
-      return usage_error("recording '" + path + "' was compacted as it was captured and lacks the events a trace "
+      return usage_error("recording '" + path + "' was analyzed as it was captured and lacks the events a trace "
                          "draws (record with --compact=0, or ask for the trace in the run: asynccheck --trace=FILE -- ...)");
     }
   }
@@ -54,7 +53,7 @@ int analyze_command(const std::string& path, Cli& cli) {
   rank.value = log.run.rank;
   rank.variable = log.run.rank_variable;
   if (!report::prepare_report(cli.opts, log.run.pid, rank, inputs, error)) return usage_error(error);
-  const int code = exit_code_for(report::emit(log, cli.opts, inputs), cli);
+  const int code = exit_code_for(report::emit(log, nullptr, cli.opts, inputs), cli);
   return code >= 0 ? code : 0;
 }
 

@@ -95,7 +95,7 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
       std::cerr << "asynccheck: ERROR: " << error << "\n";
       continue;
     }
-    const int code = exit_code_for(report::emit(log, cli.opts, inputs), cli);
+    const int code = exit_code_for(report::emit(log, nullptr, cli.opts, inputs), cli);
     if (code >= 0) override_code = code;
   }
   fs::remove_all(dir);

@@ -66,6 +66,7 @@ struct Global {
   void (*on_first_call)() = nullptr;
   std::once_flag first_call;
   uint64_t threshold_ns = 100'000;
+  AnalysisOptions analysis;  // what the calls are judged with
   std::mutex mu;  // guards the fields below; taken once per thread and for marks (rare)
   std::vector<ThreadLog*> threads;
   std::vector<Mark> marks;
@@ -485,8 +486,9 @@ bool start(const AnalysisOptions& analysis, size_t activity_buffer_bytes, size_t
   if (!cupti::subscribe(sink, error)) return false;
   if (!cupti::enable_activity(activity_buffer_bytes, device_buffers, device_buffer_bytes, error, warning)) return false;
   g.active.store(true, std::memory_order_release);
+  g.analysis = analysis;
   if (g.compact) {
-    CompactOptions options;
+    StreamingOptions options;
     options.analysis = analysis;
     options.margin_ns = kMarginNs;
     {
@@ -507,34 +509,35 @@ bool start(const AnalysisOptions& analysis, size_t activity_buffer_bytes, size_t
 // new calls are ignored from the moment `active` drops (a call already past that check may still append to its
 // own thread's log, which is never freed, and is simply not in this report). Every lock is taken with a deadline
 // (lock_within.h): what a stopped thread holds is left out and the report says it is incomplete.
-EventLog finish() {
+StreamingAnalysis::Result finish() {
   Global& g = global();
-  EventLog log;
-  if (g.finished.exchange(true)) return log;  // callable once
+  StreamingAnalysis::Result r;
+  if (g.finished.exchange(true)) return r;  // callable once
   g.active.store(false, std::memory_order_release);
   bool complete = true;
-  // What the compaction thread gathered so far comes first; if it cannot be stopped in time, its part is left out.
+  // The analysis the compaction thread fed so far goes on with the rest; if it cannot be stopped in time, its part
+  // is left out.
+  std::unique_ptr<Compactor> compactor;
   if (stop_compaction(std::chrono::milliseconds(2000)) && lock_within(g.central_mu)) {
     std::lock_guard lock(g.central_mu, std::adopt_lock);
-    if (g.compactor) log = g.compactor->take();
-    complete = log.run.complete;  // false if calls were lost (compactor.h, lose)
+    compactor = std::move(g.compactor);
   } else if (g.compact) {
     complete = false;
   }
   cupti::stop_callbacks();
   cupti::flush_activity();
   std::vector<GpuOp> ops = cupti::take_ops();
-  log.ops.insert(log.ops.end(), ops.begin(), ops.end());
-  log.run.gpu = cupti::device_name();
-  log.run.dropped_records = cupti::dropped_records();
   std::vector<ThreadLog*> threads;
+  std::vector<Mark> marks;
   if (lock_within(g.mu)) {
     std::lock_guard lock(g.mu, std::adopt_lock);
     threads = g.threads;
-    log.marks = g.marks;
+    marks = g.marks;
   } else {
     complete = false;
   }
+  std::vector<ApiCall> calls;
+  uint64_t shed = 0;
   for (ThreadLog* t : threads) {
     if (t->open.load(std::memory_order_relaxed) > 0) complete = false;  // a call in flight: not in the report
     if (!lock_within(t->mu)) {
@@ -542,13 +545,30 @@ EventLog finish() {
       continue;
     }
     std::lock_guard tl(t->mu, std::adopt_lock);
-    log.calls.insert(log.calls.end(), t->calls.begin(), t->calls.end());
-    log.carried.calls += t->shed;
-    log.run.unanalyzed_calls += t->shed;
+    calls.insert(calls.end(), t->calls.begin(), t->calls.end());
+    if (compactor) compactor->count_shed(t->shed, t->lost);
+    shed += compactor ? 0 : t->shed;
     if (t->lost != 0) complete = false;
   }
-  std::stable_sort(log.calls.begin(), log.calls.end(), [](const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); });
-  std::stable_sort(log.ops.begin(), log.ops.end(), [](const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); });
+  if (compactor) {
+    r = compactor->finish(std::move(calls), std::move(ops), std::move(marks));
+    complete = complete && r.log.run.complete;
+  } else {
+    // Every event kept (a trace or a recording asks for them): the same analysis, in one step.
+    EventLog& log = r.log;
+    log.calls = std::move(calls);
+    log.ops = std::move(ops);
+    log.marks = std::move(marks);
+    std::stable_sort(log.calls.begin(), log.calls.end(), [](const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); });
+    std::stable_sort(log.ops.begin(), log.ops.end(), [](const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); });
+    log.carried.calls = shed;
+    log.run.unanalyzed_calls = shed;
+    log.run.env = g.env;
+    r.analysis = analyze(log, g.analysis);
+  }
+  EventLog& log = r.log;
+  log.run.gpu = cupti::device_name();
+  log.run.dropped_records = cupti::dropped_records();
   log.api_names.clear();
   for (const cupti::ApiSpec& spec : cupti::watched_apis()) log.api_names.emplace_back(spec.name);
   log.stacks = interned_stacks();
@@ -559,10 +579,14 @@ EventLog finish() {
       complete = false;
     }
   }
+  for (CarriedSite& s : log.carried.findings) {
+    if (s.stack > log.stacks.size()) s.stack = 0;
+  }
   log.modules = loaded_modules();
-  log.run.threshold_ns = g.threshold_ns;
+  log.run.threshold_ns = g.analysis.threshold_ns;
+  log.run.cost_threshold_ns = g.analysis.cost_threshold_ns;
   log.run.complete = complete;
-  return log;
+  return r;
 }
 
 }  // namespace asynccheck::capture

@@ -8,12 +8,14 @@
 
 #include "analysis/analyze.h"
 #include "analysis/compactor.h"
+#include "analysis/streaming.h"
 #include "analysis/events.h"
 
 namespace asynccheck::capture {
 
-// Before start(): whether to compact the captured events as the run goes (analysis/compact.h; bounded memory),
-// and the environment the analysis describes calls with. Off, every event is kept until finish().
+// Before start(): whether to analyze the captured events as the run goes (analysis/streaming.h; bounded memory),
+// and the environment the analysis describes calls with. Off, every event is kept and analyzed at finish() (a trace
+// or a recording of the run needs them all).
 // `round_calls`, `max_backlog` and `flush_period_ns`: the compact_round, compact_backlog and flush_period options
 // (options.def).
 void set_compaction(bool on, const rules::Environment& env, size_t round_calls, size_t max_backlog,
@@ -36,9 +38,10 @@ bool start(const AnalysisOptions& analysis, size_t activity_buffer_bytes, size_t
            void (*on_first_call)(),
            std::string& error, std::string& warning);
 
-// Stops recording new calls, flushes CUPTI and returns everything captured so far. Callable once (later calls
-// return an empty log), from any thread, while other threads still make CUDA calls. run.complete is false when
+// Stops recording new calls, flushes CUPTI, judges what is left and returns the analysis with the events it names
+// (streaming.h: Result; every event when the analysis did not run as the run went). Callable once (later calls
+// return an empty result), from any thread, while other threads still make CUDA calls. run.complete is false when
 // a call was in flight on some thread or a stopped thread's part could not be read.
-EventLog finish();
+StreamingAnalysis::Result finish();
 
 }  // namespace asynccheck::capture

@@ -176,7 +176,7 @@ std::string stats_line(const EventLog& log) {
   getrusage(RUSAGE_SELF, &ru);
   std::ostringstream o;
   o << "stats: " << log.calls.size() << " calls and " << log.ops.size() << " GPU operations kept for the report, "
-    << log.carried.calls << " calls and " << log.carried.ops << " operations compacted away; " << st.rounds
+    << log.carried.calls << " calls and " << log.carried.ops << " operations judged and let go; " << st.rounds
     << " rounds (" << capture::forced_flushes() << " with a forced flush), " << st.chunks << " chunks (largest "
     << st.largest_chunk << " calls, longest "
     << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, " << static_cast<double>(st.compact_ns) / 1e6 << " ms in all), backlog peak "
@@ -190,7 +190,8 @@ std::string stats_line(const EventLog& log) {
 
 // The report itself (not async-signal-safe): on the exiting thread at exit, on the reporter thread otherwise.
 void emit_report(EndKind kind, int sig) {
-  EventLog log = g_capturing ? capture::finish() : EventLog{};
+  StreamingAnalysis::Result result = g_capturing ? capture::finish() : StreamingAnalysis::Result{};
+  EventLog& log = result.log;
   if (g_capturing && g_descendant && !lineage::used_cuda(log)) return;  // a helper process: nothing to say (lineage.h)
   if (g_capturing) log.nvtx_ranges = nvtx_ranges::names();  // after finish(): every id a call holds is named
   RunInfo info = *g_run;
@@ -204,7 +205,8 @@ void emit_report(EndKind kind, int sig) {
   // inside a CUDA call is incomplete too (capture::finish).
   info.complete = kind == EndKind::Exit && log.run.complete;
   log.run = info;
-  report::emit(log, *g_options, *g_inputs);
+  // Findings were made with the run's own thresholds: the report's options are the same.
+  report::emit(log, g_capturing ? &result.analysis : nullptr, *g_options, *g_inputs);
   if (g_options->stats) say(stats_line(log));
   if (const uint64_t untimed = g_capturing ? cupti::untimed_records() : 0) {
     // Mostly CUPTI's device buffers running out (many threads launching for long: cupti/activity.cpp); a few came
@@ -517,8 +519,9 @@ void start(Origin) {
   // Exit handlers run in reverse order of registration. The one registered at the first watched call runs
   // before the CUDA runtime's own teardown (registered during that call); the one registered now is the fallback
   // for a program that never finishes a watched call. The report is written once.
-  // Compaction drops events that a trace draws: not with one. A saved recording of a compacted run carries what
-  // was folded away (recording.h) and analyzes to the same report at the same threshold.
+  // Analyzed as the run goes, only the calls each site's report shows are kept: a trace draws every event, so
+  // with one every event is kept and analyzed at the end. A saved recording of a run analyzed as it went holds its
+  // judgements (recording.h: analyzed) and reports the same at the same thresholds.
   OutputFiles files;
   output_files(*g_options, files, error);  // validated with the options
   capture::set_compaction(g_options->compact && files.trace.empty(), g_run->env, g_options->compact_round,

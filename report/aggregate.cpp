@@ -59,10 +59,10 @@ std::string site_key(const CallSite& site, rules::RuleId rule, std::string_view 
   return key + '\0' + std::to_string(static_cast<int>(rule)) + '\0' + std::string(api);
 }
 
-SiteExample describe_finding(const EventLog& log, const Analysis& analysis, const Finding& f) {
+SiteExample describe_finding(const EventLog& log, const Finding& f) {
   SiteExample e;
   e.predicted = rules::rule(f.predicted).id;
-  if (f.call < analysis.predicted.size()) e.predicted_behavior = rules::host_behavior_text(analysis.predicted[f.call].host);
+  e.predicted_behavior = rules::host_behavior_text(f.predicted_behavior);
   e.released_by = released_by_text(f.evidence.by);
   e.evidence = evidence_text(log, f);
   e.note = f.note;
@@ -91,7 +91,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
       row.api = api;
       row.site = site;
       row.example = i;
-      row.shown = describe_finding(log, analysis, f);
+      row.shown = describe_finding(log, f);
       row.gpu_side = f.rule == rules::RuleId::LegacyStreamSerialization;
       rows.push_back(std::move(row));
       samples.emplace_back();
@@ -103,7 +103,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     // evidence shows the wait the row is reported for. Compaction keeps each key's first findings (compact.h).
     if (!f.below_threshold && analysis.findings[row.example].below_threshold) {
       row.example = i;
-      row.shown = describe_finding(log, analysis, f);
+      row.shown = describe_finding(log, f);
     }
     const uint64_t t = row.gpu_side ? f.gpu_delay_ns : f.held_ns;
     ++row.count;

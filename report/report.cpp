@@ -167,7 +167,7 @@ ReportData make_report(const EventLog& log, const Analysis& analysis, const Site
   return data;
 }
 
-Emitted emit(EventLog& log, const Options& options, const ReportInputs& inputs) {
+Emitted emit(EventLog& log, const Analysis* analysis, const Options& options, const ReportInputs& inputs) {
   OutputFiles files;
   std::string error;
   output_files(options, files, error);
@@ -185,14 +185,18 @@ Emitted emit(EventLog& log, const Options& options, const ReportInputs& inputs) 
       save_failed = true;
     }
   }
-  AnalysisOptions ao;
-  ao.threshold_ns = log.run.threshold_ns ? log.run.threshold_ns : options.threshold;
-  ao.cost_threshold_ns = log.run.cost_threshold_ns;
-  const Analysis analysis = analyze(log, ao);
+  Analysis analyzed_here;
+  if (!analysis) {
+    AnalysisOptions ao;
+    ao.threshold_ns = log.run.threshold_ns ? log.run.threshold_ns : options.threshold;
+    ao.cost_threshold_ns = log.run.cost_threshold_ns;
+    analyzed_here = analyze(log, ao);
+    analysis = &analyzed_here;
+  }
   SiteOptions sites;
   sites.site_threshold_ns = options.site_threshold;
   sites.library_patterns = library_patterns(options.library_frames);
-  ReportData data = make_report(log, analysis, sites);
+  ReportData data = make_report(log, *analysis, sites);
   Emitted result = write_report(data, options, inputs, log.run.pid, log.run.rank);
   result.write_failed |= save_failed;
   return result;

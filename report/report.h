@@ -137,7 +137,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
                                uint64_t site_threshold_ns = 10'000'000);
 
 // The texts the writers show for finding `f` as a site's example.
-SiteExample describe_finding(const EventLog& log, const Analysis& analysis, const Finding& f);
+SiteExample describe_finding(const EventLog& log, const Finding& f);
 
 // The key aggregate() groups findings by: where the call was (file:line or module+offset), its function, the rule
 // and the API. A merge combines sites of several reports by the same key.
@@ -184,10 +184,11 @@ struct Emitted {
   bool write_failed = false;                    // some file could not be written (the error was printed)
 };
 
-// Analyzes `log` and writes everything the options ask for: the saved events, JSON, SARIF, trace, baseline, and
-// the human summary (to log_file unless summary=0). Errors are printed as "asynccheck: ERROR: ..." lines with
-// write(2) and never stop the others; a summary whose file cannot be written goes to stderr.
-Emitted emit(EventLog& log, const Options& options, const ReportInputs& inputs);
+// Writes everything the options ask for from `log` and its analysis (`analysis`; null: analyze() it here): the
+// saved events, JSON, SARIF, trace, baseline, and the human summary (to log_file unless summary=0). Errors are
+// printed as "asynccheck: ERROR: ..." lines with write(2) and never stop the others; a summary whose file cannot be
+// written goes to stderr.
+Emitted emit(EventLog& log, const Analysis* analysis, const Options& options, const ReportInputs& inputs);
 
 // What emit() does once the report data exists (also for a merge, merge.h): applies the suppressions and the
 // baseline of `inputs`, then writes JSON, SARIF, the trace (only with data.log), the baseline and the summary.

@@ -324,8 +324,6 @@ TEST(AnalyzeCapture, CapturedCallsAreCountedNotJudgedAndTheEndRestoresJudging) {
   EXPECT_EQ(a.findings[0].rule, RuleId::CopyAsyncPageableH2D);
   EXPECT_EQ(a.findings[0].evidence.by, ReleasedBy::OwnWork);
   EXPECT_TRUE(a.not_observed.empty());
-  // The capture calls' state is what compaction must keep.
-  EXPECT_EQ(a.capture_state_calls, (std::vector<size_t>{1, 5}));
 }
 
 // Fork and join: a second stream waits on an event recorded in the capturing stream and so joins the capture; its
@@ -360,7 +358,6 @@ TEST(AnalyzeCapture, AStreamJoinsThroughAnEventAndLeavesWhenTheOriginEnds) {
   for (const Finding& f : a.findings) judged_launches.push_back(f.call);
   EXPECT_EQ(judged_launches, (std::vector<size_t>{4, 6, 11, 13}));  // each held 1 ms (the cost threshold)
   for (const Finding& f : a.findings) EXPECT_EQ(f.rule, RuleId::CostCall);  // waiting for nothing: their own cost
-  EXPECT_EQ(a.capture_state_calls, (std::vector<size_t>{5, 7, 8, 12}));
 }
 
 // Re-recording a capture's event outside the capture makes waiting on it an ordinary wait again.
@@ -377,7 +374,6 @@ TEST(AnalyzeCapture, AnEventRecordedAgainOutsideTheCaptureNoLongerJoins) {
   EXPECT_FALSE(a.described[2].captured);
   EXPECT_FALSE(a.described[3].captured);
   EXPECT_FALSE(a.described[4].captured);
-  EXPECT_EQ(a.capture_state_calls, (std::vector<size_t>{0, 1, 2}));
 }
 
 // The capture ends only where it began, and not when the end was refused (another thread, non-relaxed mode).
@@ -397,7 +393,6 @@ TEST(AnalyzeCapture, OnlyASuccessfulEndOnTheOriginStreamEndsTheCapture) {
   EXPECT_TRUE(a.described[5].captured);
   EXPECT_FALSE(a.described[7].captured);
   EXPECT_FALSE(a.described[8].captured);
-  EXPECT_EQ(a.capture_state_calls, (std::vector<size_t>{0, 1, 2, 6}));
 }
 
 // A failed begin starts nothing; the legacy stream cannot capture.
@@ -410,7 +405,6 @@ TEST(AnalyzeCapture, AFailedBeginAndTheLegacyStreamCaptureNothing) {
   b.call(ApiKind::KernelLaunch, 60 * kUs, 70 * kUs, 0);
   const Analysis a = analyze(b.log, AnalysisOptions{});
   for (const rules::CallDescription& d : a.described) EXPECT_FALSE(d.captured);
-  EXPECT_TRUE(a.capture_state_calls.empty());
 }
 
 // The per-thread default stream is one stream per thread: a capture on thread 0's does not capture thread 1's.

@@ -181,7 +181,7 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"empty", "", "empty file: not an asynccheck recording"},
       {"magic", "hello\n", "line 1: not an asynccheck recording (expected first line 'asynccheck-recording 1')"},
       {"version", "asynccheck-recording 9\n", "line 1: recording version '9' is not supported (this asynccheck reads version 1)"},
-      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, end)"},
+      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, analyzed, finding, end)"},
       {"op fields", head + "op kernel 1 2\n", "line 2: expected 13 fields after 'op', got 3 (op kind corr start end device context stream bytes copy_kind src_kind dst_kind sync_type name)"},
       {"op kind", head + "op warp 1 2 3 0 0 0 0 0 0 0 0 -\n", "line 2: field 'kind': 'warp' is not one of: memcpy, memset, kernel, sync, migration"},
       {"op order", head + "op kernel 1 5 3 0 0 0 0 0 0 0 0 -\n", "line 2: op ends before it starts"},

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/compact.h"
+#include "analysis/streaming.h"
 #include "analysis/recording.h"
 #include "command.h"
 
@@ -95,8 +95,8 @@ TEST_F(Cli, AnalyzeBadInput) {
   EXPECT_EQ(r.code(), 2);
 }
 
-// A run compacted as it went (the command's default) saves a recording that analyzes to the same report at its
-// threshold; another threshold, or a trace, needs every event and is refused with the way out.
+// A run analyzed as it went (the command's default) saves a recording that reports the same at its threshold;
+// another threshold, or a trace, needs every event and is refused with the way out.
 TEST_F(Cli, CompactedRecordingsAnalyzeAtTheirThresholdOnly) {
   asynccheck::EventLog log;
   std::string error;
@@ -104,14 +104,26 @@ TEST_F(Cli, CompactedRecordingsAnalyzeAtTheirThresholdOnly) {
   ASSERT_TRUE(asynccheck::read_recording(in, log, error)) << error;
   uint64_t end = 0;
   for (const auto& c : log.calls) end = std::max(end, c.end_ns);
-  asynccheck::CompactOptions o;
+  asynccheck::StreamingOptions o;
   o.analysis.threshold_ns = log.run.threshold_ns;
+  o.analysis.cost_threshold_ns = log.run.cost_threshold_ns;
   o.margin_ns = 1'000'000;
-  ASSERT_TRUE(asynccheck::compact(log, end + 2 * o.margin_ns, o));
+  asynccheck::StreamingAnalysis streaming(o, log.run.env);
+  streaming.set_marks(log.marks);
+  streaming.add(log.calls, log.ops);
+  streaming.advance(end / 2);
+  asynccheck::EventLog judged = streaming.finish().log;
+  judged.run = log.run;
+  judged.api_names = log.api_names;
+  judged.stacks = log.stacks;
+  judged.symbols = log.symbols;
+  judged.modules = log.modules;
+  judged.nvtx_ranges = log.nvtx_ranges;
+  ASSERT_LT(judged.calls.size(), log.calls.size());
   const fs::path compacted = dir_ / "compacted.rec";
   std::ofstream(compacted) << [&] {
     std::ostringstream s;
-    asynccheck::write_recording(s, log);
+    asynccheck::write_recording(s, judged);
     return s.str();
   }();
   Result full = asynccheck({"analyze", kRecording.string(), "--json=" + (dir_ / "full.json").string()});
@@ -124,7 +136,7 @@ TEST_F(Cli, CompactedRecordingsAnalyzeAtTheirThresholdOnly) {
   Result r = asynccheck({"analyze", compacted.string(), "--threshold=50us"});
   EXPECT_EQ(r.code(), 2);
   EXPECT_EQ(r.first_err_line(), "asynccheck: ERROR: recording '" + compacted.string() +
-                                    "' was compacted as it was captured, for threshold=" +
+                                    "' was analyzed as it was captured, for threshold=" +
                                     std::to_string(log.run.threshold_ns) +
                                     "ns; it can only be analyzed at that threshold (record with --compact=0 to analyze at another)");
   r = asynccheck({"analyze", compacted.string(), "--threshold=" + std::to_string(log.run.threshold_ns) + "ns"});

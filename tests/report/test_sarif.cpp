@@ -134,7 +134,7 @@ struct Fixture {
     ReportData d = data;
     d.run = log.run;
     for (std::vector<SiteRow>* rows : {&d.rows, &d.suppressed}) {
-      for (SiteRow& r : *rows) r.shown = describe_finding(log, analysis, analysis.findings[r.example]);
+      for (SiteRow& r : *rows) r.shown = describe_finding(log, analysis.findings[r.example]);
     }
     std::ostringstream out;
     write_sarif(out, d);

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "analysis/compact.h"
+#include "analysis/streaming.h"
 #include "analysis/compactor.h"
 #include "analysis/recording.h"
 #include "report/report.h"
@@ -46,8 +46,8 @@ std::string json_of(const EventLog& log) {
   return out.str();
 }
 
-CompactOptions compact_options(const EventLog& log, uint64_t margin_ns) {
-  CompactOptions o;
+StreamingOptions compact_options(const EventLog& log, uint64_t margin_ns) {
+  StreamingOptions o;
   o.analysis = options_for(log);
   o.margin_ns = margin_ns;
   return o;
@@ -75,37 +75,6 @@ std::vector<std::pair<fs::path, EventLog>> committed_recordings() {
   return out;
 }
 
-TEST(Compact, EveryRecordingReportsTheSameAtEveryHorizon) {
-  size_t recordings = 0, shrunk = 0;
-  for (const auto& [path, original] : committed_recordings()) {
-    ++recordings;
-    const std::string expected = json_of(original);
-    const auto [lo, hi] = span_of(original);
-    // Recordings are short: small margins make the horizons cut through the run.
-    for (uint64_t margin : {uint64_t{200 * kUs}, uint64_t{5 * kMs}, CompactOptions{}.margin_ns, uint64_t{2'000'000'000}}) {
-      EventLog repeated = original;
-      for (int k = 1; k <= 11; ++k) {
-        const uint64_t horizon = lo + (hi - lo) / 10 * static_cast<uint64_t>(k) + margin;
-        EventLog once = original;
-        CompactStats st;
-        if (compact(once, horizon, compact_options(original, margin), &st)) ++shrunk;
-        EXPECT_EQ(json_of(once), expected) << path << " margin " << margin << " horizon " << k << "/10";
-        // Saved and read back (the command's own path: the library saves, the command analyzes).
-        std::stringstream saved;
-        write_recording(saved, once);
-        EventLog reread;
-        std::string read_error;
-        ASSERT_TRUE(read_recording(saved, reread, read_error)) << read_error;
-        EXPECT_EQ(compacted(reread), compacted(once));
-        EXPECT_EQ(json_of(reread), expected) << path << " saved, margin " << margin << " horizon " << k << "/10";
-        compact(repeated, horizon, compact_options(original, margin));
-        EXPECT_EQ(json_of(repeated), expected) << path << " margin " << margin << " repeated to " << k << "/10";
-      }
-    }
-  }
-  EXPECT_GT(recordings, 5u);
-  EXPECT_GT(shrunk, recordings);  // compaction did drop events, not merely agree by doing nothing
-}
 
 struct Builder {
   EventLog log;
@@ -185,304 +154,13 @@ Builder ordinary_run(size_t launches) {
   return b;
 }
 
-TEST(Compact, OrdinaryCallsDoNotGrowTheLog) {
-  size_t sizes[2] = {};
-  size_t n = 0;
-  for (size_t launches : {10'000u, 100'000u}) {
-    Builder b = ordinary_run(launches);
-    const std::string expected = json_of(b.log);
-    const uint64_t end = span_of(b.log).second;
-    CompactOptions o = compact_options(b.log, 2 * kMs);
-    // Compacted as the run goes (every 10%), then once the run is over.
-    for (int k = 1; k <= 10; ++k) compact(b.log, end / 10 * static_cast<uint64_t>(k), o);
-    ASSERT_TRUE(compact(b.log, end + o.margin_ns + 1, o));
-    EXPECT_EQ(json_of(b.log), expected);
-    sizes[n++] = b.log.calls.size() + b.log.ops.size();
-    EXPECT_LT(b.log.calls.size(), 40u) << launches;  // the creator, the copies, the first launch, the last work
-    EXPECT_EQ(b.log.carried.calls + b.log.calls.size(), launches + 5);
-  }
-  EXPECT_EQ(sizes[0], sizes[1]);
-}
 
-TEST(Compact, RepeatedFindingsKeepSamplesAndExactTotals) {
-  Builder b;
-  uint64_t t = 0, total = 0, max = 0;
-  for (size_t i = 0; i < 10'000; ++i) {
-    const uint64_t held = 200 * kUs + (i % 7) * kUs + (i == 5000 ? 900 * kUs : 0);
-    b.blocking_copy(t, held);
-    total += held;
-    max = std::max(max, held);
-    t += held + 50 * kUs;
-  }
-  b.blocking_copy(t, 250 * kUs, 2);  // another site (another API: unresolved stacks group per API)
-  b.log.calls.back().name = 2;
-  const Analysis before = analyze(b.log, AnalysisOptions{});
-  const report::ReportData full = report::make_report(b.log, before);
-  uint64_t first_start[2] = {};
-  for (size_t r = 0; r < 2 && r < full.rows.size(); ++r) first_start[r] = b.log.calls[before.findings[full.rows[r].example].call].start_ns;
-  CompactOptions o = compact_options(b.log, 2 * kMs);
-  ASSERT_TRUE(compact(b.log, t / 2, o));  // part of the run
-  ASSERT_TRUE(compact(b.log, t + 4 * kMs, o));  // all of it
-  // The samples, the other site's copy, and the calls whose work the last samples' evidence names.
-  EXPECT_LE(b.log.calls.size(), o.samples_per_site + 4);
-  const Analysis after = analyze(b.log, AnalysisOptions{});
-  const report::ReportData small = report::make_report(b.log, after);
-  ASSERT_EQ(small.rows.size(), 2u);
-  ASSERT_EQ(full.rows.size(), 2u);
-  for (size_t r = 0; r < 2; ++r) {
-    EXPECT_EQ(small.rows[r].count, full.rows[r].count);
-    EXPECT_EQ(small.rows[r].total_ns, full.rows[r].total_ns);
-    EXPECT_EQ(small.rows[r].max_ns, full.rows[r].max_ns);
-    EXPECT_EQ(small.rows[r].bytes, full.rows[r].bytes);
-    EXPECT_EQ(small.rows[r].fingerprint, full.rows[r].fingerprint);
-    // The example shown is the site's first finding.
-    EXPECT_EQ(b.log.calls[after.findings[small.rows[r].example].call].start_ns, first_start[r]);
-  }
-  EXPECT_EQ(full.rows[0].count, 10'000u);
-  EXPECT_EQ(full.rows[0].total_ns, total);
-  EXPECT_EQ(full.rows[0].max_ns, max);
-  EXPECT_EQ(after.calls_watched, 10'001u);
-  EXPECT_EQ(after.findings.front().held_ns, 200 * kUs);  // the first copy, kept as the example
-}
 
-// A site whose findings happened in several NVTX ranges keeps its exact count per range when most of them are folded
-// away (the range is part of the key, compact.h).
-TEST(Compact, NvtxRangeCountsStayExact) {
-  Builder b;
-  b.log.nvtx_ranges = {{"", "forward"}, {"", "backward"}, {"lib", "forward"}};
-  uint64_t t = 0;
-  uint64_t per_range[4] = {};
-  for (size_t i = 0; i < 3'000; ++i) {
-    const uint64_t held = 200 * kUs + (i % 5) * kUs;
-    b.blocking_copy(t, held);
-    const auto range = static_cast<uint32_t>(i % 7 == 0 ? 0 : 1 + i % 3);  // some outside any range
-    b.log.calls.back().nvtx_range = range;
-    ++per_range[range];
-    t += held + 50 * kUs;
-  }
-  const std::string expected = json_of(b.log);
-  EXPECT_NE(expected.find("\"nvtx_ranges\": ["), std::string::npos) << expected;
-  CompactOptions o = compact_options(b.log, 2 * kMs);
-  ASSERT_TRUE(compact(b.log, t / 2, o));
-  ASSERT_TRUE(compact(b.log, t + 4 * kMs, o));
-  // The samples of each (site, range) key (4 keys) and the calls whose work their evidence names: not all 3000.
-  EXPECT_LE(b.log.calls.size(), 5 * o.samples_per_site);
-  EXPECT_EQ(json_of(b.log), expected);
-  const Analysis a = analyze(b.log, AnalysisOptions{});
-  const report::ReportData data = report::make_report(b.log, a);
-  ASSERT_EQ(data.rows.size(), 1u);
-  ASSERT_EQ(data.rows[0].nvtx.size(), 3u);
-  for (const report::RangeCount& r : data.rows[0].nvtx) {
-    const auto at = std::find(b.log.nvtx_ranges.begin(), b.log.nvtx_ranges.end(), NvtxRange{r.domain, r.name});
-    ASSERT_NE(at, b.log.nvtx_ranges.end()) << r.name;
-    EXPECT_EQ(r.count, per_range[at - b.log.nvtx_ranges.begin() + 1]) << "range " << r.name << " in " << r.domain;
-  }
-  EXPECT_EQ(data.rows[0].count, 3'000u);
-  // Saved as a recording (carried_site lines keep the range) and read back, the report is the same.
-  std::stringstream saved;
-  write_recording(saved, b.log);
-  EXPECT_NE(saved.str().find("\ncarried_site "), std::string::npos);
-  EventLog reread;
-  std::string error;
-  ASSERT_TRUE(read_recording(saved, reread, error)) << error;
-  EXPECT_EQ(json_of(reread), expected);
-}
 
-// State that later calls' descriptions read survives the compaction of the calls that made it.
-TEST(Compact, CreatorsSurviveForLaterDescriptions) {
-  Builder b;
-  ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
-  s.handle = 0x7000;
-  s.flags = 1;  // non-blocking: dropping it would make later launches on 0x7000 "unknown", i.e. blocking
-  ApiCall& e = b.call(ApiKind::EventCreate, 20 * kUs, 30 * kUs);
-  e.handle = 0xe1;
-  e.flags = 1;  // blocking sync
-  ApiCall& m = b.call(ApiKind::StreamOrderedAlloc, 40 * kUs, 50 * kUs, 0x7000);
-  m.handle = 0xa1;
-  ApiCall& m2 = b.call(ApiKind::StreamOrderedAlloc, 60 * kUs, 70 * kUs, 0x7000);
-  m2.handle = 0xa2;
-  ApiCall& f2 = b.call(ApiKind::StreamOrderedFree, 80 * kUs, 90 * kUs, 0x7000);
-  f2.handle = 0xa2;  // paired with its allocation: both may go
-  b.launch(100 * kUs, 0x7000, 5);
-  for (uint64_t i = 0; i < 1000; ++i) b.launch(200 * kUs + i * 10 * kUs, 0x7000, 6);
-  const uint64_t late = 100 * kMs;
-  const size_t later = b.log.calls.size();
-  b.launch(late, 0x7000, 5);  // not the first launch of function 5
-  ApiCall& sync = b.call(ApiKind::EventSynchronize, late + 10 * kUs, late + 20 * kUs);
-  sync.handle = 0xe1;
-  ApiCall& free1 = b.call(ApiKind::Free, late + 30 * kUs, late + 40 * kUs);
-  free1.handle = 0xa1;  // stream-ordered pointer
-  ApiCall& free2 = b.call(ApiKind::Free, late + 50 * kUs, late + 60 * kUs);
-  free2.handle = 0xa2;  // freed with cudaFreeAsync already: an ordinary cudaFree
-  const Analysis before = analyze(b.log, AnalysisOptions{});
-  const std::string expected = json_of(b.log);
-  EXPECT_EQ(before.described[later].stream, rules::StreamKind::NonBlocking);
-  EXPECT_FALSE(before.described[later].first_launch);
-  EXPECT_EQ(before.described[later + 1].wait_mode, rules::WaitMode::BlockingSync);
-  EXPECT_TRUE(before.described[later + 2].stream_ordered_pointer);
-  EXPECT_FALSE(before.described[later + 3].stream_ordered_pointer);
 
-  CompactStats st;
-  ASSERT_TRUE(compact(b.log, 50 * kMs, compact_options(b.log, 2 * kMs), &st));
-  EXPECT_LT(st.calls_after, 20u);
-  EXPECT_EQ(json_of(b.log), expected);
-  const Analysis after = analyze(b.log, AnalysisOptions{});
-  const size_t n = b.log.calls.size();
-  ASSERT_GE(n, 4u);
-  EXPECT_EQ(after.described[n - 4], before.described[later]);
-  EXPECT_EQ(after.described[n - 3], before.described[later + 1]);
-  EXPECT_EQ(after.described[n - 2], before.described[later + 2]);
-  EXPECT_EQ(after.described[n - 1], before.described[later + 3]);
-  // The paired stream-ordered allocation and free went; the unpaired allocation and both creators stayed.
-  auto kept = [&](ApiKind api, uint64_t handle) {
-    return std::any_of(b.log.calls.begin(), b.log.calls.end(),
-                       [&](const ApiCall& c) { return c.call.api == api && c.handle == handle; });
-  };
-  EXPECT_TRUE(kept(ApiKind::StreamCreate, 0x7000));
-  EXPECT_TRUE(kept(ApiKind::EventCreate, 0xe1));
-  EXPECT_TRUE(kept(ApiKind::StreamOrderedAlloc, 0xa1));
-  EXPECT_FALSE(kept(ApiKind::StreamOrderedAlloc, 0xa2));
-  EXPECT_FALSE(kept(ApiKind::StreamOrderedFree, 0xa2));
-}
 
-// A launch whose kernel is queued behind long work has no activity record yet when it is compacted: it stays,
-// so that the record, when it comes, is still read as its work (enqueue time, stream kind).
-TEST(Compact, CallsWaitingForTheirWorkStay) {
-  Builder b;
-  ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
-  s.handle = 0x7000;
-  s.flags = 1;
-  for (uint64_t i = 0; i < 1000; ++i) b.launch(100 * kUs + i * 10 * kUs, 0x7000, 1);
-  const uint64_t queued = b.launch(20 * kMs, 0x7000, 2);
-  GpuOp late = b.log.ops.back();
-  late.start_ns = 900 * kMs;
-  late.end_ns = 950 * kMs;
-  b.log.ops.pop_back();
-  b.blocking_copy(960 * kMs, 300 * kUs);
-  EventLog full = b.log;
-  full.ops.push_back(late);
-  const std::string expected = json_of(full);
-  ASSERT_TRUE(compact(b.log, 500 * kMs, compact_options(b.log, 50 * kMs)));
-  EXPECT_TRUE(std::any_of(b.log.calls.begin(), b.log.calls.end(),
-                          [&](const ApiCall& c) { return c.correlation_id == queued && !c.context_only; }));
-  b.log.ops.push_back(late);  // the record arrives
-  EXPECT_EQ(json_of(b.log), expected);
-}
 
-// Legacy-stream serialization found after the cut still sees the stream kinds and the earlier work it measures.
-TEST(Compact, LegacyStreamFindingsSurvive) {
-  Builder b;
-  ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
-  s.handle = 0x7000;  // blocking
-  for (uint64_t i = 0; i < 1000; ++i) b.launch(100 * kUs + i * 10 * kUs, 0x7000, 1);
-  const uint64_t t = 100 * kMs;
-  const uint64_t k1 = b.launch(t, 0x7000, 1);
-  b.log.ops.back().end_ns = t + 20 * kMs;
-  ApiCall& c2 = b.call(ApiKind::KernelLaunch, t + 7 * kUs, t + 12 * kUs, 0);
-  c2.function = 2;
-  c2.stack = 1;
-  b.op(GpuOpKind::Kernel, c2.correlation_id, t + 20 * kMs + 3 * kUs, t + 40 * kMs, 7);
-  const uint64_t k3 = b.launch(t + 13 * kUs, 0x7000, 3);
-  b.log.ops.back().start_ns = t + 40 * kMs + 3 * kUs;
-  b.log.ops.back().end_ns = t + 60 * kMs;
-  (void)k1;
-  (void)k3;
-  const std::string expected = json_of(b.log);
-  ASSERT_NE(expected.find("legacy"), std::string::npos);
-  for (uint64_t h : {50 * kMs, 101 * kMs, 130 * kMs, 200 * kMs}) {
-    EventLog copy = b.log;
-    compact(copy, h, compact_options(copy, 2 * kMs));
-    EXPECT_EQ(json_of(copy), expected) << h;
-  }
-}
 
-// Stream capture: the calls that began a capture, recorded its fork event and ended it are state that later calls'
-// descriptions read, so they survive as context; captured calls never get GPU work of their own, so they are not
-// kept as waiting for it, and the count of those dropped is carried.
-TEST(Compact, CaptureStateSurvivesAndCapturedCallsDoNotWaitForWork) {
-  Builder b;
-  const uint64_t origin = 0x5000, side = 0x6000, fork = 0xe1;
-  for (uint64_t h : {origin, side}) b.call(ApiKind::StreamCreate, 0, 10 * kUs).handle = h;  // blocking
-  ApiCall& ns = b.call(ApiKind::StreamCreate, 20 * kUs, 30 * kUs);
-  ns.handle = 0x7000;
-  ns.flags = 1;
-  b.call(ApiKind::CaptureBegin, 100 * kUs, 105 * kUs, origin);
-  b.call(ApiKind::EventRecord, 110 * kUs, 112 * kUs, origin).handle = fork;
-  uint64_t t = 200 * kUs;
-  for (int i = 0; i < 1000; ++i, t += 20 * kUs) {
-    b.call(ApiKind::KernelLaunch, t, t + 3 * kUs, origin).function = 7;  // recorded: no work will ever come
-    b.launch(t + 10 * kUs);                                               // executed, on the non-blocking stream
-  }
-  const uint64_t late = 100 * kMs;
-  const size_t later = b.log.calls.size();
-  b.call(ApiKind::StreamWaitEvent, late, late + 3 * kUs, side).handle = fork;  // joins the capture
-  b.call(ApiKind::KernelLaunch, late + 10 * kUs, late + 1 * kMs, side).function = 8;  // recorded, held 1 ms
-  b.call(ApiKind::CaptureEnd, late + 2 * kMs, late + 2 * kMs + 30 * kUs, origin);
-  b.call(ApiKind::KernelLaunch, late + 3 * kMs, late + 4 * kMs, side).function = 8;    // executed: judged
-  for (uint64_t i = 0; i < 1000; ++i) b.launch(late + 5 * kMs + i * 20 * kUs);  // ordinary work after the capture
-  const Analysis before = analyze(b.log, AnalysisOptions{});
-  const std::string expected = json_of(b.log);
-  ASSERT_NE(expected.find("\"captured_calls\": 1003"), std::string::npos);  // fork record, 1000 launches, join, launch
-  EXPECT_TRUE(before.described[later + 1].captured);
-  EXPECT_FALSE(before.described[later + 3].captured);
-
-  EventLog once = b.log;
-  CompactStats st;
-  ASSERT_TRUE(compact(once, 50 * kMs, compact_options(once, 2 * kMs), &st));
-  // Captured launches were not kept waiting for work: only the first (the first launch of its function) stayed.
-  EXPECT_EQ(std::count_if(once.calls.begin(), once.calls.end(),
-                          [&](const ApiCall& c) { return c.call.api == ApiKind::KernelLaunch && c.stream == origin; }),
-            1);
-  EXPECT_EQ(json_of(once), expected);
-  const Analysis after = analyze(once, AnalysisOptions{});
-  const size_t n = once.calls.size();
-  size_t first_late = 0;
-  while (first_late < n && once.calls[first_late].start_ns < late) ++first_late;
-  ASSERT_LE(first_late + 4, n);
-  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(after.described[first_late + k], before.described[later + k]) << k;
-  auto kept = [&](ApiKind api, uint64_t stream) {
-    return std::any_of(once.calls.begin(), once.calls.end(), [&](const ApiCall& c) {
-      return c.call.api == api && c.stream == stream && c.start_ns < late;
-    });
-  };
-  EXPECT_TRUE(kept(ApiKind::CaptureBegin, origin));
-  EXPECT_TRUE(kept(ApiKind::EventRecord, origin));
-  // Compacted again once everything is over: the join and the capture's end are kept as well, and the counts
-  // still agree.
-  ASSERT_TRUE(compact(once, late + 100 * kMs, compact_options(once, 2 * kMs)));
-  EXPECT_EQ(json_of(once), expected);
-  for (ApiKind api : {ApiKind::CaptureEnd, ApiKind::StreamWaitEvent}) {
-    EXPECT_TRUE(std::any_of(once.calls.begin(), once.calls.end(),
-                            [&](const ApiCall& c) { return c.call.api == api && c.context_only; }));
-  }
-  EXPECT_LT(once.calls.size(), 30u);
-}
-
-// A capture begun long before the cut is still open after it: its begin stays, so that a pageable copy issued to
-// the capturing stream later is still described as captured (and not reported as an error).
-TEST(Compact, ACaptureStillOpenKeepsLaterCallsCaptured) {
-  Builder b;
-  const uint64_t origin = 0x5000;
-  b.call(ApiKind::StreamCreate, 0, 10 * kUs).handle = origin;
-  b.call(ApiKind::CaptureBegin, 100 * kUs, 105 * kUs, origin);
-  for (uint64_t i = 0; i < 1000; ++i) b.launch(200 * kUs + i * 10 * kUs);
-  const uint64_t late = 100 * kMs;
-  ApiCall& copy = b.call(ApiKind::Copy, late, late + 5 * kMs, origin);  // a pageable copy that would be an error
-  copy.call.async_form = true;
-  copy.call.direction = rules::CopyDirection::HostToDevice;
-  copy.call.src = MemoryKind::Pageable;
-  copy.call.dst = MemoryKind::Device;
-  copy.call.bytes = 32 << 20;
-  const std::string expected = json_of(b.log);
-  ASSERT_EQ(expected.find("copy-async-pageable-h2d"), std::string::npos);
-  EventLog once = b.log;
-  ASSERT_TRUE(compact(once, 50 * kMs, compact_options(once, 2 * kMs)));
-  EXPECT_EQ(json_of(once), expected);
-  const Analysis after = analyze(once, AnalysisOptions{});
-  EXPECT_TRUE(after.described.back().captured);
-  EXPECT_EQ(once.calls[1].call.api, ApiKind::CaptureBegin);
-  EXPECT_TRUE(once.calls[1].context_only);
-}
 
 // The capture's running compaction (analysis/compactor.h): events delivered in rounds, the way the capture takes
 // them (the calls that returned and the work that ended before each round), compacted in small chunks.
@@ -514,7 +192,7 @@ std::vector<Delivered> rounds_of(const EventLog& log, int rounds) {
 
 // What the compactor holds at the end, with what the capture's finish() adds from the run itself.
 EventLog taken(Compactor& compactor, const EventLog& log, CompactorStats* stats) {
-  EventLog out = compactor.take();
+  EventLog out = compactor.finish({}, {}, {}).log;
   out.run = log.run;
   out.api_names = log.api_names;
   out.stacks = log.stacks;
@@ -530,7 +208,9 @@ EventLog run_compactor(const EventLog& log, const std::vector<Delivered>& rounds
   Compactor compactor(compact_options(log, margin), log.run.env, chunk);
   for (const Delivered& d : rounds) {
     compactor.add(d.calls, d.ops, log.marks, d.time, d.horizon);
-    while (compactor.has_backlog()) compactor.compact_chunk(d.horizon);
+    // As the capture: no further than the records horizon (every record of work ended before d.time came).
+    const uint64_t horizon = std::min(d.horizon, compactor.records_before(d.time, d.time));
+    while (compactor.has_backlog()) compactor.compact_chunk(horizon);
   }
   return taken(compactor, log, stats);
 }
@@ -589,7 +269,7 @@ EventLog run_compactor_with_flush_period(const EventLog& log, const std::vector<
       last_forced = d.time;
     }
     compactor.add(d.calls, ops, log.marks, last_forced, d.horizon);
-    const uint64_t horizon = std::min(d.horizon, last_forced);
+    const uint64_t horizon = std::min({d.horizon, last_forced, compactor.records_before(d.time, last_forced)});
     while (compactor.has_backlog() && compactor.backlog_front_ns() < horizon) compactor.compact_chunk(horizon);
   }
   return taken(compactor, log, stats);
@@ -936,8 +616,11 @@ TEST(Compactor, WorkNoWatchedCallEnqueuedIsCountedWhenItsRecordComesLate) {
   EXPECT_EQ(got.totals.calls_watched, want.totals.calls_watched);
   ASSERT_NE(expected.find("\"count\": 100"), std::string::npos) << expected;
   ASSERT_NE(expected.find("earlier work in its stream"), std::string::npos) << expected;
-  EXPECT_EQ(json_of(out), expected);
-  // Synchronizes beyond the samples were settled, and dropped, before their work's record came.
+  // What a synchronize waited for is measured from the records that came by the time it was judged: one that came
+  // later (no sign of it in the calls) is counted, but a synchronize judged without it waited for nothing it could
+  // name. The findings may say so (own cost): the known limit of flush_period, which a forced flush rules out.
+  EXPECT_NE(json_of(out), expected);
+  // Synchronizes beyond the samples were judged, and let go, before their work's record came.
   EXPECT_LT(std::count_if(out.calls.begin(), out.calls.end(),
                           [](const ApiCall& c) { return c.call.api == ApiKind::StreamSynchronize; }),
             80);
@@ -1107,7 +790,7 @@ TEST(Compactor, PastTheBacklogLimitOrdinaryCallsAreCountedNotAnalyzed) {
   Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
   compactor.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time, rounds[0].horizon);
   while (compactor.has_backlog()) compactor.compact_chunk(rounds[0].horizon);
-  EventLog out = compactor.take();
+  EventLog out = compactor.finish({}, {}, {}).log;
   out.api_names = b.log.api_names;
   out.stacks = b.log.stacks;
   const Analysis a = analyze(out, options_for(out));
@@ -1122,9 +805,9 @@ TEST(Compactor, PastTheBacklogLimitOrdinaryCallsAreCountedNotAnalyzed) {
   EXPECT_EQ(count(a, RuleId::CopySyncD2H), count(whole, RuleId::CopySyncD2H));
   EXPECT_GT(count(whole, RuleId::CopySyncD2H), 0);
   EXPECT_EQ(a.findings.size(), whole.findings.size());
-  size_t first_launches = 0;
-  for (size_t i = 0; i < out.calls.size(); ++i) first_launches += a.described[i].first_launch;
-  EXPECT_EQ(first_launches, 2u);
+  // The two first launches were judged (neither waited: counted as not observed), not shed.
+  EXPECT_EQ(a.not_observed, whole.not_observed);
+  EXPECT_EQ(whole.not_observed.at(RuleId::FirstLaunchLazyLoading), 2u);
   // Saved and read back, the count stays.
   std::stringstream saved;
   write_recording(saved, out);
@@ -1150,7 +833,7 @@ TEST(Compactor, PastTheLimitEvenWithoutOrdinaryCallsTheBacklogStaysBounded) {
   EXPECT_EQ(compactor.stats().peak_backlog, b.log.calls.size());
   EXPECT_LE(compactor.backlog_size(), 4096u);
   while (compactor.has_backlog()) compactor.compact_chunk(rounds[0].horizon);
-  EventLog out = compactor.take();
+  EventLog out = compactor.finish({}, {}, {}).log;
   out.api_names = b.log.api_names;
   out.stacks = b.log.stacks;
   const Analysis a = analyze(out, options_for(out));
@@ -1183,7 +866,7 @@ TEST(Compactor, PastTheLimitTheWorkOfCallsAlreadyCompactedStays) {
   compactor.add(second, {}, {}, 0, t);  // past the limit: shed_hard
   ASSERT_GT(compactor.stats().shed_calls, 0u);
   while (compactor.has_backlog()) compactor.compact_chunk(t + 10 * kMs);
-  EventLog out = compactor.take();
+  EventLog out = compactor.finish({}, {}, {}).log;
   out.api_names = b.log.api_names;
   out.stacks = b.log.stacks;
   const Analysis a = analyze(out, options_for(out));
@@ -1284,7 +967,7 @@ TEST(Compactor, CallsNoLevelMayShedStillLeaveTheBacklogBoundedAndTheLogIncomplet
   EXPECT_EQ(compactor.stats().lost_calls, 20'000u - kLoseAtShares / 2 * 1024);
   EXPECT_EQ(compactor.stats().shed_calls, compactor.stats().lost_calls);
   while (compactor.has_backlog()) compactor.compact_chunk(rounds[0].horizon);
-  EventLog out = compactor.take();
+  EventLog out = compactor.finish({}, {}, {}).log;
   EXPECT_FALSE(out.run.complete);
   out.api_names = b.log.api_names;
   out.stacks = b.log.stacks;
@@ -1294,10 +977,10 @@ TEST(Compactor, CallsNoLevelMayShedStillLeaveTheBacklogBoundedAndTheLogIncomplet
   // Calls the capture lost count the same way.
   Compactor other(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/1024);
   other.count_shed(10, 0);
-  EXPECT_TRUE(other.take().run.complete);
+  EXPECT_TRUE(other.finish({}, {}, {}).log.run.complete);
   other.count_shed(10, 3);
   EXPECT_EQ(other.stats().lost_calls, 3u);
-  EXPECT_FALSE(other.take().run.complete);
+  EXPECT_FALSE(other.finish({}, {}, {}).log.run.complete);
 }
 
 TEST(Compactor, WorkOfCallsTheCaptureShedDoesNotPileUp) {
@@ -1312,7 +995,7 @@ TEST(Compactor, WorkOfCallsTheCaptureShedDoesNotPileUp) {
   Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
   compactor.count_shed(rounds[0].calls.size() - kept.size());
   compactor.add(kept, rounds[0].ops, {}, rounds[0].time, rounds[0].horizon);
-  const EventLog out = compactor.take();
+  const EventLog out = compactor.finish({}, {}, {}).log;
   EXPECT_LT(out.ops.size(), 100u);  // the kept calls' own work, not 20k kernels nobody enqueued
   EXPECT_EQ(out.ops.size() + out.carried.ops, b.log.ops.size());
   EXPECT_EQ(out.calls.size() + out.carried.calls, b.log.calls.size());
@@ -1523,38 +1206,13 @@ struct Sim {
   }
 };
 
-TEST(CompactorFuzz, OneCompactionAtManyHorizons) {
-  size_t tried = 0, shrunk = 0, escaped = 0;
-  for (uint64_t seed = 1; seed <= 60; ++seed) {
-    Sim sim(seed, false);
-    const EventLog log = sim.make(1500);
-    const std::string expected = json_of(log);
-    const auto [lo, hi] = span_of(log);
-    for (uint64_t margin : {uint64_t{200 * kUs}, uint64_t{2 * kMs}}) {
-      for (int k = 1; k <= 9; ++k) {
-        EventLog once = log;
-        CompactOptions o = compact_options(log, margin);
-        o.samples_per_site = 1 + seed % 3;
-        ++tried;
-        if (compact(once, lo + (hi - lo) / 10 * static_cast<uint64_t>(k) + margin, o)) {
-          ++shrunk;
-          if (without_medians(json_of(once)) != without_medians(expected)) {
-            ++escaped;
-            ADD_FAILURE() << "seed " << seed << " margin " << margin << " k " << k << "\n" << first_diff(without_medians(json_of(once)), without_medians(expected));
-          }
-        }
-      }
-    }
-  }
-  EXPECT_GT(shrunk, tried / 2);
-}
 
 // Random runs delivered in rounds of 7 and 20, chunks of 50 and 1000 calls: the report is the same but for medians
 // (more than samples_per_site findings of a key). `untimed`: 1 record in 50 without timestamps, delivered the round
 // after its call returned, as CUPTI does when its device buffers run out.
 void random_runs_in_rounds(bool untimed, uint64_t seeds) {
   size_t runs = 0, bad = 0;
-  uint64_t refused = 0, chunks = 0;
+  uint64_t chunks = 0;
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
     Sim sim(seed * 7919, untimed);
     const EventLog log = sim.make(3000);
@@ -1565,7 +1223,6 @@ void random_runs_in_rounds(bool untimed, uint64_t seeds) {
         const EventLog out = run_compactor(log, untimed ? rounds_with_untimed(log, rounds) : rounds_of(log, rounds),
                                            (seed % 2 ? 200 : 1000) * kUs, chunk, &st);
         ++runs;
-        refused += st.refused_or_unchanged;
         chunks += st.chunks;
         const std::string got = without_medians(json_of(out));
         if (got != expected) {
@@ -1577,7 +1234,6 @@ void random_runs_in_rounds(bool untimed, uint64_t seeds) {
     }
   }
   EXPECT_EQ(bad, 0u) << runs << " runs";
-  EXPECT_LT(refused, chunks / 4);  // the check refuses few chunks: what is kept is what the analysis reads
 }
 
 TEST(CompactorFuzz, RandomRunsDeliveredInRounds) { random_runs_in_rounds(false, 25); }
@@ -1665,34 +1321,6 @@ TEST(LegacyStream, OneAnswerForTheAnalysisAndTheCompaction) {
 namespace asynccheck {
 namespace {
 
-// One event recorded and waited on in a loop: each kept cudaEventSynchronize keeps the record its scope is anchored
-// at, not only the event's last one, and the window of work it may have waited for is counted from that record
-// (review of issue 19: the compaction was refused on every round, and memory grew).
-TEST(Compact, ALoopOfEventSynchronizesOnOneEventCompacts) {
-  Builder b;
-  ApiCall& ev = b.call(ApiKind::EventCreate, 0, 5 * kUs);
-  ev.handle = 0xe0;
-  uint64_t t = 100 * kUs;
-  for (int i = 0; i < 200; ++i, t += 2 * kMs) {
-    const uint64_t k1 = b.launch(t);
-    (void)k1;
-    ApiCall& rec = b.call(ApiKind::EventRecord, t + 10 * kUs, t + 12 * kUs, 0x7000);
-    rec.handle = 0xe0;
-    b.log.ops.back().end_ns = t + 600 * kUs;  // the kernel before the record runs 600 us
-    b.launch(t + 20 * kUs);                   // and one after it, which the synchronize does not wait for
-    ApiCall& sync = b.call(ApiKind::EventSynchronize, t + 30 * kUs, t + 602 * kUs);
-    sync.handle = 0xe0;
-    sync.stack = 2;
-  }
-  b.sort_ops_by_start();
-  const std::string expected = json_of(b.log);
-  ASSERT_NE(expected.find("explicit-sync-event"), std::string::npos);
-  const size_t before = b.log.calls.size();
-  const CompactOptions o = compact_options(b.log, 2 * kMs);
-  ASSERT_TRUE(compact(b.log, t + o.margin_ns + 1, o));
-  EXPECT_EQ(json_of(b.log), expected);
-  EXPECT_LT(b.log.calls.size(), before / 2);
-}
 
 }  // namespace
 }  // namespace asynccheck

@@ -1,0 +1,224 @@
+#include "analysis/streaming.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "analysis/analyzer.h"
+#include "analysis/median_sketch.h"
+
+namespace asynccheck {
+namespace {
+
+uint64_t minus(uint64_t t, uint64_t d) { return t > d ? t - d : 0; }
+
+}  // namespace
+
+StreamingAnalysis::StreamingAnalysis(const StreamingOptions& options, const rules::Environment& env)
+    : opt_(options), analyzer_(std::make_unique<Analyzer>(options.analysis, env)) {
+  window_.run.env = env;
+}
+StreamingAnalysis::~StreamingAnalysis() = default;
+StreamingAnalysis::StreamingAnalysis(StreamingAnalysis&&) noexcept = default;
+StreamingAnalysis& StreamingAnalysis::operator=(StreamingAnalysis&&) noexcept = default;
+
+void StreamingAnalysis::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops) {
+  analyzer_->counts().calls_watched += calls.size();
+  ops_seen_ += ops.size();
+  for (const GpuOp& op : ops) {
+    if (op.kind == GpuOpKind::Kernel && !op.name.empty() && kernel_names_.insert(op.name).second && !opt_.keep_events) {
+      out_op_index_.try_emplace({op.start_ns, op.end_ns, op.stream_id, op.correlation_id, static_cast<uint8_t>(op.kind)},
+                                static_cast<uint32_t>(out_ops_.size()));
+      out_ops_.push_back(op);
+    }
+  }
+  auto by_log = [](const auto& a, const auto& b) { return before_in_log(a, b); };
+  // Calls: after those described (the caller's promise), so only the undescribed tail is merged.
+  std::stable_sort(calls.begin(), calls.end(), by_log);
+  const auto tail = static_cast<std::ptrdiff_t>(analyzer_->described());
+  const auto mid = static_cast<std::ptrdiff_t>(window_.calls.size());
+  window_.calls.insert(window_.calls.end(), std::make_move_iterator(calls.begin()), std::make_move_iterator(calls.end()));
+  std::inplace_merge(window_.calls.begin() + std::min(tail, mid), window_.calls.begin() + mid, window_.calls.end(), by_log);
+  std::stable_sort(ops.begin(), ops.end(), by_log);
+  const auto omid = static_cast<std::ptrdiff_t>(window_.ops.size());
+  window_.ops.insert(window_.ops.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
+  std::inplace_merge(window_.ops.begin(), window_.ops.begin() + omid, window_.ops.end(), by_log);
+}
+
+void StreamingAnalysis::set_marks(std::vector<Mark> marks) { window_.marks = std::move(marks); }
+
+void StreamingAnalysis::count_unanalyzed(uint64_t calls, uint64_t ops) {
+  analyzer_->counts().calls_watched += calls;
+  carried_.calls += calls;
+  unanalyzed_ops_ += ops;
+}
+
+void StreamingAnalysis::advance(uint64_t horizon_ns) {
+  const uint64_t settled = minus(horizon_ns, opt_.margin_ns);
+  if (horizon_ns == UINT64_MAX) {
+    std::vector<Finding> findings;
+    analyzer_->step(window_, UINT64_MAX, UINT64_MAX, findings);
+    fold(findings);
+    return;
+  }
+  described_until_ = std::max(described_until_, settled);
+  std::vector<Finding> findings;
+  analyzer_->step(window_, described_until_, settled, findings);
+  fold(findings);
+  if (opt_.keep_events) return;
+  // What a call not judged yet may read begins at the earliest such call's start (or the next call's, at least
+  // `settled`), less the windows its judgement looks back over.
+  uint64_t earliest = settled;
+  for (size_t i = 0; i < window_.calls.size(); ++i) {
+    if (!analyzer_->state(i).judged) earliest = std::min(earliest, window_.calls[i].start_ns);
+  }
+  const AnalysisOptions& a = opt_.analysis;
+  prune(minus(earliest, a.gpu_gap_ns + a.release_window_ns));
+}
+
+// The GPU work that a call not judged yet may read: what ended from `cutoff_ns` on, per stream the last to end
+// before it, untimed work of calls not judged yet (what their descriptions read); and the calls that enqueued it.
+void StreamingAnalysis::prune(uint64_t cutoff_ns) {
+  std::vector<uint64_t> open;  // correlation ids of the calls not judged yet
+  for (size_t i = 0; i < window_.calls.size(); ++i) {
+    if (analyzer_->state(i).judged) continue;
+    open.push_back(window_.calls[i].correlation_id);
+    if (window_.calls[i].driver_correlation_id != 0) open.push_back(window_.calls[i].driver_correlation_id);
+  }
+  std::sort(open.begin(), open.end());
+  std::unordered_map<uint32_t, size_t> before;  // per stream: the op that ended last before the cutoff
+  std::vector<char> keep_op(window_.ops.size(), 0);
+  for (size_t i = 0; i < window_.ops.size(); ++i) {
+    const GpuOp& op = window_.ops[i];
+    if (op.end_ns >= cutoff_ns && op.start_ns != 0) {
+      keep_op[i] = 1;
+    } else if (op.start_ns == 0) {
+      keep_op[i] = std::binary_search(open.begin(), open.end(), op.correlation_id);
+    } else if (op.kind != GpuOpKind::Sync) {
+      auto [it, fresh] = before.try_emplace(op.stream_id, i);
+      const GpuOp& b = window_.ops[it->second];
+      if (!fresh && (op.end_ns > b.end_ns || (op.end_ns == b.end_ns && op.start_ns < b.start_ns))) it->second = i;
+    }
+  }
+  for (const auto& [stream, i] : before) keep_op[i] = 1;
+  std::vector<uint64_t> producers;
+  size_t out = 0;
+  for (size_t i = 0; i < window_.ops.size(); ++i) {
+    if (!keep_op[i]) continue;
+    producers.push_back(window_.ops[i].correlation_id);
+    if (out != i) window_.ops[out] = std::move(window_.ops[i]);
+    ++out;
+  }
+  window_.ops.resize(out);
+  std::sort(producers.begin(), producers.end());
+  auto enqueued_kept = [&](const ApiCall& c) {
+    return std::binary_search(producers.begin(), producers.end(), c.correlation_id) ||
+           (c.driver_correlation_id != 0 && std::binary_search(producers.begin(), producers.end(), c.driver_correlation_id));
+  };
+  std::vector<char> keep(window_.calls.size(), 0);
+  size_t kept = 0;
+  for (size_t i = 0; i < window_.calls.size(); ++i) {
+    keep[i] = !analyzer_->state(i).judged || enqueued_kept(window_.calls[i]);
+    if (!keep[i]) continue;
+    if (kept != i) window_.calls[kept] = std::move(window_.calls[i]);
+    ++kept;
+  }
+  window_.calls.resize(kept);
+  analyzer_->retain(keep);
+}
+
+// The op of the window that an example's evidence names, copied once into the result's ops.
+uint32_t StreamingAnalysis::keep_op(size_t window_op) {
+  const GpuOp& op = window_.ops[window_op];
+  auto [it, fresh] = out_op_index_.try_emplace(
+      {op.start_ns, op.end_ns, op.stream_id, op.correlation_id, static_cast<uint8_t>(op.kind)},
+      static_cast<uint32_t>(out_ops_.size()));
+  if (fresh) out_ops_.push_back(op);
+  return it->second;
+}
+
+void StreamingAnalysis::fold(std::vector<Finding>& findings) {
+  judged_calls_ = 0;
+  for (size_t i = 0; i < window_.calls.size(); ++i) judged_calls_ += analyzer_->state(i).judged ? 1 : 0;
+  if (opt_.keep_events) {
+    all_findings_.insert(all_findings_.end(), std::make_move_iterator(findings.begin()),
+                         std::make_move_iterator(findings.end()));
+    return;
+  }
+  for (Finding& f : findings) {
+    const ApiCall& c = window_.calls[f.call];
+    const bool gpu_side = f.rule == rules::RuleId::LegacyStreamSerialization;
+    size_t& kept = kept_per_key_[{c.stack, c.name, f.rule, c.nvtx_range, f.below_threshold}];
+    if (kept < opt_.samples_per_site) {
+      ++kept;
+      Example e{c, analyzer_->state(f.call).described, analyzer_->state(f.call).predicted, f};
+      for (int64_t* op : {&e.finding.evidence.op, &e.finding.evidence.behind_op, &e.finding.evidence.running_op}) {
+        if (*op >= 0) *op = keep_op(static_cast<size_t>(*op));
+      }
+      examples_.push_back(std::move(e));
+      continue;
+    }
+    auto [it, fresh] = carried_index_.try_emplace({c.stack, c.name, f.rule, c.nvtx_range}, carried_.findings.size());
+    if (fresh) carried_.findings.push_back({c.stack, c.name, f.rule, 0, 0, 0, 0, c.nvtx_range, 0, 0, 0, {}});
+    CarriedSite& s = carried_.findings[it->second];
+    const uint64_t t = gpu_side ? f.gpu_delay_ns : f.held_ns;
+    ++s.count;
+    s.total_ns += t;
+    s.waited_ns += gpu_side ? t : f.waited_ns;
+    s.own_ns += gpu_side ? 0 : f.own_ns;
+    s.below += f.below_threshold ? 1 : 0;
+    ++s.median_sketch[sketch_bucket(t)];
+    s.max_ns = std::max(s.max_ns, t);
+    s.bytes += c.call.bytes;
+  }
+}
+
+StreamingAnalysis::Result StreamingAnalysis::finish() {
+  advance(UINT64_MAX);
+  Result r;
+  Analysis& counts = analyzer_->counts();
+  r.analysis.not_observed = std::move(counts.not_observed);
+  r.analysis.context_creation_ns = counts.context_creation_ns;
+  r.analysis.calls_watched = counts.calls_watched;
+  r.analysis.captured_calls = counts.captured_calls;
+  r.analysis.kind_disagreements = counts.kind_disagreements;
+  if (opt_.keep_events) {
+    r.log = std::move(window_);
+    for (size_t i = 0; i < r.log.calls.size(); ++i) {
+      r.analysis.described.push_back(analyzer_->state(i).described);
+      r.analysis.predicted.push_back(analyzer_->state(i).predicted);
+    }
+    r.analysis.findings = std::move(all_findings_);
+    r.log.carried.calls = carried_.calls;
+    r.log.carried.ops = unanalyzed_ops_;
+    return r;
+  }
+  // The examples in log order (a call's findings in the order they were made), as the report reads them.
+  std::stable_sort(examples_.begin(), examples_.end(),
+                   [](const Example& a, const Example& b) { return before_in_log(a.call, b.call); });
+  for (Example& e : examples_) {
+    const bool same_call = !r.log.calls.empty() && r.log.calls.back().correlation_id == e.call.correlation_id &&
+                           r.log.calls.back().start_ns == e.call.start_ns;  // a call's second finding (legacy stream)
+    if (!same_call) {
+      r.log.calls.push_back(e.call);
+      r.log.calls.back().call = e.described;  // as judged, so that the log reads back as it was analyzed
+      r.analysis.described.push_back(e.described);
+      r.analysis.predicted.push_back(e.predicted);
+    }
+    e.finding.call = r.log.calls.size() - 1;
+    r.analysis.findings.push_back(std::move(e.finding));
+  }
+  r.log.ops = std::move(out_ops_);
+  r.log.marks = std::move(window_.marks);
+  r.log.carried = std::move(carried_);
+  r.log.carried.calls = r.analysis.calls_watched - r.log.calls.size();
+  r.log.carried.ops = ops_seen_ + unanalyzed_ops_ - r.log.ops.size();
+  r.log.carried.not_observed = r.analysis.not_observed;  // so that the log reads back with its counts
+  r.log.carried.context_creation_ns = r.analysis.context_creation_ns;
+  r.log.carried.kind_disagreements = r.analysis.kind_disagreements;
+  r.log.carried.captured_calls = r.analysis.captured_calls;
+  r.log.analyzed = true;
+  r.log.findings = r.analysis.findings;
+  return r;
+}
+
+}  // namespace asynccheck

@@ -1,0 +1,106 @@
+// The analysis as the events come (live, on the capture's analysis thread; offline, analyze() gives it a whole log
+// at once): each call is judged once, when it is settled, by the one analysis (analyzer.h); its finding goes into its
+// site's counts and the call leaves, so that memory is bounded by design. Pure, no CUDA: tested on recordings.
+//
+// Settled: the horizon H says everything that ended before it has come (calls, and the activity records of work
+// their calls enqueued: the capture's records horizon, awaited_records.h). A call is described once every call that
+// started before it and its own work's records are in (it started before H - margin), and judged once everything
+// its judgement reads is in (it returned before H - margin: what ended while it held the host, what was still
+// running just after). The margin covers records of finished work a flush has not handed over yet, and the skew
+// between GPU and CPU timestamps.
+//
+// What is kept, and why it is bounded:
+//  - the window: calls not judged yet; GPU work that a call not judged yet may read (what ended after the earliest
+//    such call began, less the analysis' windows), per stream the work before that (what held later work back in
+//    its stream), and the calls that enqueued work still kept (when it was enqueued, on which stream). The program's
+//    calls within the margin, and its GPU work in flight.
+//  - what later descriptions read (analyzer.h, Analyzer::Persistent): the program's live streams, events,
+//    stream-ordered allocations, captures, and the kernels it launched.
+//  - per (stack, API, rule, NVTX range, below the threshold) the first samples_per_site findings, with their calls and
+//    the GPU work their evidence names: a site's example is its first finding, and a site of at most that many calls
+//    reports its exact median. The others are counted per key in EventLog::carried (count, times, waited and own,
+//    bytes, a median sketch). So: the program's call sites, never its calls.
+//  - per kernel name, its first operation (call sites skip kernel frames by name: names.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <unordered_set>
+#include <vector>
+
+#include "analysis/analyze.h"
+#include "analysis/events.h"
+
+namespace asynccheck {
+
+class Analyzer;
+
+struct StreamingOptions {
+  AnalysisOptions analysis;
+  // See above. At a launch-bound loop's ~0.4M calls a second, the margin keeps ~0.4M calls per second of it.
+  uint64_t margin_ns = 50'000'000;
+  size_t samples_per_site = 64;  // findings kept whole per key (above); the report's exact medians need 64
+  // Keep every event and every finding (a trace draws them; a recording of the run holds them): no bound.
+  bool keep_events = false;
+};
+
+class StreamingAnalysis {
+ public:
+  StreamingAnalysis(const StreamingOptions& options, const rules::Environment& env);
+  ~StreamingAnalysis();
+  StreamingAnalysis(StreamingAnalysis&&) noexcept;
+  StreamingAnalysis& operator=(StreamingAnalysis&&) noexcept;
+
+  // Calls in log order (before_in_log), none before a call described already (everything that started before the
+  // horizon has come); GPU operations in any order.
+  void add(std::vector<ApiCall> calls, std::vector<GpuOp> ops);
+  void set_marks(std::vector<Mark> marks);  // every mark so far (they replace the previous ones)
+  // Calls and GPU operations counted but never given to us (the capture shed them: compactor.h).
+  void count_unanalyzed(uint64_t calls, uint64_t ops);
+  // Describes and judges what `horizon_ns` settles, then lets go of what no later call can read.
+  void advance(uint64_t horizon_ns);
+
+  const EventLog& window() const { return window_; }
+  uint64_t judged_calls() const { return judged_calls_; }
+
+  // Judges everything left. `log`: the examples' calls and the GPU work they name, EventLog::carried the rest, run
+  // and tables left to the caller; with keep_events, every event. `analysis`: its findings index `log`.
+  struct Result {
+    EventLog log;
+    Analysis analysis;
+  };
+  Result finish();
+
+ private:
+  void fold(std::vector<Finding>& findings);
+  uint32_t keep_op(size_t window_op);
+  void prune(uint64_t cutoff_ns);
+
+  StreamingOptions opt_;
+  std::unique_ptr<Analyzer> analyzer_;
+  EventLog window_;
+  uint64_t described_until_ = 0;  // describe_before of the last step
+  uint64_t judged_calls_ = 0, ops_seen_ = 0, unanalyzed_ops_ = 0;
+
+  // keep_events: every finding, indexing window_ (never pruned then).
+  std::vector<Finding> all_findings_;
+  // Otherwise the examples (above) and what was folded.
+  struct Example {
+    ApiCall call;
+    rules::CallDescription described;
+    rules::Prediction predicted;
+    Finding finding;  // evidence ops index out_ops_
+  };
+  std::vector<Example> examples_;
+  std::vector<GpuOp> out_ops_;
+  std::map<std::tuple<uint64_t, uint64_t, uint32_t, uint64_t, uint8_t>, uint32_t> out_op_index_;
+  std::map<std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t, bool>, size_t> kept_per_key_;
+  std::map<std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t>, size_t> carried_index_;
+  Carried carried_;
+  std::unordered_set<std::string> kernel_names_;
+};
+
+}  // namespace asynccheck

@@ -517,10 +517,10 @@ StreamingAnalysis::Result finish() {
   bool complete = true;
   // The analysis the compaction thread fed so far goes on with the rest; if it cannot be stopped in time, its part
   // is left out.
-  std::unique_ptr<Compactor> compactor;
+  Compactor* compactor = nullptr;  // stays in g: stats() reads it after the report
   if (stop_compaction(std::chrono::milliseconds(2000)) && lock_within(g.central_mu)) {
     std::lock_guard lock(g.central_mu, std::adopt_lock);
-    compactor = std::move(g.compactor);
+    compactor = g.compactor.get();
   } else if (g.compact) {
     complete = false;
   }

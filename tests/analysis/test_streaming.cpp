@@ -225,6 +225,14 @@ TEST(Compactor, EveryRecordingDeliveredInRoundsReportsTheSame) {
       for (size_t chunk : {size_t{1}, size_t{5}, size_t{1000}}) {
         const EventLog out = run_compactor(original, rounds_of(original, rounds), 200 * kUs, chunk);
         EXPECT_EQ(json_of(out), expected) << path << ": " << rounds << " rounds, chunks of " << chunk;
+        // Saved and read back (the command's own path: the library saves its judgements, the command reports).
+        std::stringstream saved;
+        write_recording(saved, out);
+        EventLog reread;
+        std::string read_error;
+        ASSERT_TRUE(read_recording(saved, reread, read_error)) << path << ": " << read_error;
+        EXPECT_TRUE(compacted(reread));
+        EXPECT_EQ(json_of(reread), expected) << path << " saved: " << rounds << " rounds, chunks of " << chunk;
         dropped += out.carried.calls;
       }
     }

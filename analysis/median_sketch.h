@@ -1,5 +1,5 @@
 // The median of a site's times without keeping every time: a histogram of log-spaced buckets (8 to an octave, so a
-// bucket is ~9% wide). The analysis of the whole log and of a compacted one (compact.h) fill the same buckets, so a
+// bucket is ~9% wide). The analysis of the whole log and the streaming one (streaming.h) fill the same buckets, so a
 // site's median is the same whichever made the report; exact medians need every sample, which compaction drops.
 #pragma once
 

@@ -105,7 +105,7 @@ constexpr std::string_view kOpShape =
 
 void write_call(std::ostream& o, const ApiCall& c) {
   const rules::CallDescription& d = c.call;
-  // A call that compaction kept as context only (compact.h) is a `ctxcall`: same fields, not judged.
+  // A call that earlier versions' compaction kept as context only is a `ctxcall`: same fields, not judged.
   o << (c.context_only ? "ctxcall " : "call ") << c.correlation_id << ' ' << c.driver_correlation_id << ' ' << c.start_ns << ' ' << c.end_ns << ' ' << c.thread << ' '
     << name_of(c.domain) << ' ' << c.cbid << ' ' << c.name << ' ' << name_of(d.api) << ' ' << d.async_form << ' '
     << d.per_thread_variant << ' ' << name_of(d.direction) << ' ' << d.bytes << ' ' << name_of(d.src) << ' '
@@ -285,7 +285,7 @@ bool percent_decode(std::string_view text, std::string& out) {
   return true;
 }
 
-// A compacted log (analysis/compact.h): what compaction folded away. Written only when there is any, so that
+// What the streaming analysis folded away (analysis/streaming.h). Written only when there is any, so that
 // recordings of runs that kept every event stay readable by versions that predate these lines.
 void write_carried(std::ostream& o, const Carried& c) {
   if (c.empty()) return;
@@ -295,7 +295,7 @@ void write_carried(std::ostream& o, const Carried& c) {
   for (const CarriedSite& s : c.findings) {
     o << "carried_site " << s.stack << ' ' << s.name << ' ' << rules::rule(s.rule).id << ' ' << s.count << ' '
       << s.total_ns << ' ' << s.max_ns << ' ' << s.bytes;
-    // Optional like the call's last field: the site's NVTX range is part of its key (compact.h). Then the split of
+    // Optional like the call's last field: the site's NVTX range is part of its key (streaming.h). Then the split of
     // the held time into waited and own, and how many findings were below the threshold (always written now;
     // without them, as written before the split existed, the time counts as waited, every finding over it).
     o << ' ' << s.nvtx_range << ' ' << s.waited_ns << ' ' << s.own_ns << ' ' << s.below << ' ';

@@ -113,7 +113,7 @@ struct Global {
 constexpr auto kPoll = std::chrono::milliseconds(10);
 constexpr auto kRoundInterval = std::chrono::seconds(1);
 constexpr size_t kChunkCalls = 16 * 1024;
-// Shorter than compact.h's default (50 ms): at a launch-bound loop's ~0.4M calls a second, what the margin keeps
+// Shorter than streaming.h's default (50 ms): at a launch-bound loop's ~0.4M calls a second, what the margin keeps
 // is analyzed again in every chunk. It covers the skew between GPU and CPU timestamps. Records of work no watched
 // call enqueued may come later than that (ordinary flushes delivered records up to 278 ms late), and the records
 // horizon cannot wait for them (Compactor::records_before says what that costs); the `stats` option counts records

@@ -100,7 +100,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     }
     SiteRow& row = rows[it->second];
     // The example is the site's first finding over the threshold (its first finding when none is): one whose
-    // evidence shows the wait the row is reported for. Compaction keeps each key's first findings (compact.h).
+    // evidence shows the wait the row is reported for. The streaming analysis keeps each key's first findings (streaming.h).
     if (!f.below_threshold && analysis.findings[row.example].below_threshold) {
       row.example = i;
       row.shown = describe_finding(log, f);
@@ -117,7 +117,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     samples[it->second].push_back(t);
     ++sketches[it->second][sketch_bucket(t)];
   }
-  // Findings that compaction folded away (analysis/compact.h): their counts, times and bytes join their row; the
+  // Findings the streaming analysis folded away (analysis/streaming.h): their counts, times and bytes join their row; the
   // row always exists, since each key's first finding is kept. The median comes from every finding's bucket (median_sketch.h).
   for (const CarriedSite& cs : log.carried.findings) {
     CallSite site;

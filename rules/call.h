@@ -90,7 +90,7 @@ struct CallDescription {
   // activity records of the launch say. Set by the analysis; never recorded.
   bool pageable_copy_node = false;
   Environment env;
-  bool operator==(const CallDescription&) const = default;  // compaction checks descriptions survive (compact.h)
+  bool operator==(const CallDescription&) const = default;  // tests compare descriptions
 };
 
 // The largest pageable host-to-device copy that the Programming Guide lists as asynchronous.

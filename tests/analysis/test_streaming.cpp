@@ -1,6 +1,6 @@
-// Compaction (analysis/compact.h): the smaller log reports exactly what the whole log does, on every committed
+// The streaming analysis (analysis/streaming.h), fed in rounds as the capture feeds it (analysis/compactor.h):
+// it reports exactly what the whole log does, on every committed
 // recording at many horizons, and its size does not grow with the number of ordinary calls or repeated findings.
-// The same for the capture's running compaction (analysis/compactor.h), fed in rounds.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -1064,7 +1064,7 @@ TEST(Compactor, AWorkRecordThatNeverComesHoldsLegacyStreamCommandsTenSecondsAtMo
 // graphs of several nodes on several streams, synchronizes, held launches, work of calls we do not watch, driver
 // correlation ids, untimed records) compacted at many horizons and delivered in rounds: the report must not change.
 // Found the three defects the tests above pin (a review's fuzzer, 2026-11-24).
-// The report without medians: with samples_per_site below 64 they are the kept samples' medians (compact.h).
+// The report without medians: with samples_per_site below 64 they are the kept samples' medians (streaming.h).
 std::string without_medians(const std::string& j) {
   static const std::regex median("\"median_ns\": [0-9]+");
   return std::regex_replace(j, median, "");

@@ -25,7 +25,7 @@ void StreamingAnalysis::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops) 
   analyzer_->counts().calls_watched += calls.size();
   ops_seen_ += ops.size();
   for (const GpuOp& op : ops) {
-    if (op.kind == GpuOpKind::Kernel && !op.name.empty() && kernel_names_.insert(op.name).second && !opt_.keep_events) {
+    if (op.kind == GpuOpKind::Kernel && !op.name.empty() && kernel_names_.insert(op.name).second) {
       out_op_index_.try_emplace({op.start_ns, op.end_ns, op.stream_id, op.correlation_id, static_cast<uint8_t>(op.kind)},
                                 static_cast<uint32_t>(out_ops_.size()));
       out_ops_.push_back(op);
@@ -64,7 +64,6 @@ void StreamingAnalysis::advance(uint64_t horizon_ns) {
   std::vector<Finding> findings;
   analyzer_->step(window_, described_until_, settled, findings);
   fold(findings);
-  if (opt_.keep_events) return;
   // What a call not judged yet may read begins at the earliest such call's start (or the next call's, at least
   // `settled`), less the windows its judgement looks back over.
   uint64_t earliest = settled;
@@ -139,11 +138,6 @@ uint32_t StreamingAnalysis::keep_op(size_t window_op) {
 void StreamingAnalysis::fold(std::vector<Finding>& findings) {
   judged_calls_ = 0;
   for (size_t i = 0; i < window_.calls.size(); ++i) judged_calls_ += analyzer_->state(i).judged ? 1 : 0;
-  if (opt_.keep_events) {
-    all_findings_.insert(all_findings_.end(), std::make_move_iterator(findings.begin()),
-                         std::make_move_iterator(findings.end()));
-    return;
-  }
   for (Finding& f : findings) {
     const ApiCall& c = window_.calls[f.call];
     const bool gpu_side = f.rule == rules::RuleId::LegacyStreamSerialization;
@@ -181,17 +175,6 @@ StreamingAnalysis::Result StreamingAnalysis::finish() {
   r.analysis.calls_watched = counts.calls_watched;
   r.analysis.captured_calls = counts.captured_calls;
   r.analysis.kind_disagreements = counts.kind_disagreements;
-  if (opt_.keep_events) {
-    r.log = std::move(window_);
-    for (size_t i = 0; i < r.log.calls.size(); ++i) {
-      r.analysis.described.push_back(analyzer_->state(i).described);
-      r.analysis.predicted.push_back(analyzer_->state(i).predicted);
-    }
-    r.analysis.findings = std::move(all_findings_);
-    r.log.carried.calls = carried_.calls;
-    r.log.carried.ops = unanalyzed_ops_;
-    return r;
-  }
   // The examples in log order (a call's findings in the order they were made), as the report reads them.
   std::stable_sort(examples_.begin(), examples_.end(),
                    [](const Example& a, const Example& b) { return before_in_log(a.call, b.call); });

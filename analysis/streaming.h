@@ -43,8 +43,6 @@ struct StreamingOptions {
   // See above. At a launch-bound loop's ~0.4M calls a second, the margin keeps ~0.4M calls per second of it.
   uint64_t margin_ns = 50'000'000;
   size_t samples_per_site = 64;  // findings kept whole per key (above); the report's exact medians need 64
-  // Keep every event and every finding (a trace draws them; a recording of the run holds them): no bound.
-  bool keep_events = false;
 };
 
 class StreamingAnalysis {
@@ -67,7 +65,7 @@ class StreamingAnalysis {
   uint64_t judged_calls() const { return judged_calls_; }
 
   // Judges everything left. `log`: the examples' calls and the GPU work they name, EventLog::carried the rest, run
-  // and tables left to the caller; with keep_events, every event. `analysis`: its findings index `log`.
+  // and tables left to the caller (every event is analyze()'s case: a trace). `analysis`: its findings index `log`.
   struct Result {
     EventLog log;
     Analysis analysis;
@@ -85,9 +83,7 @@ class StreamingAnalysis {
   uint64_t described_until_ = 0;  // describe_before of the last step
   uint64_t judged_calls_ = 0, ops_seen_ = 0, unanalyzed_ops_ = 0;
 
-  // keep_events: every finding, indexing window_ (never pruned then).
-  std::vector<Finding> all_findings_;
-  // Otherwise the examples (above) and what was folded.
+  // The examples (above) and what was folded.
   struct Example {
     ApiCall call;
     rules::CallDescription described;

@@ -1,5 +1,5 @@
 // Which watched calls still wait for the activity record of the GPU work they enqueued, and so how far the records
-// are complete: the running compaction's records horizon (Compactor::records_before). Pure, no CUDA.
+// are complete: the running compaction's records horizon (AnalysisFeed::records_before). Pure, no CUDA.
 //
 // CUPTI's ordinary flush hands over only the buffers whose records are all complete, and in any order, so "every
 // record of work finished before T has come" cannot be read from the flush. It can be read from the calls: a call

@@ -146,7 +146,7 @@ struct RunInfo {
   uint64_t dropped_records = 0;   // activity records CUPTI dropped
   // Calls counted but not analyzed: the analysis fell behind the program and its backlog reached the
   // compact_backlog option, so ordinary calls (no stack captured: fast, no rule predicts they block) were shed
-  // (analysis/compactor.h). They cannot be findings themselves; other calls' evidence may lack them.
+  // (analysis/feed.h). They cannot be findings themselves; other calls' evidence may lack them.
   uint64_t unanalyzed_calls = 0;
   uint64_t threshold_ns = 0;      // the waited-time threshold in effect (AnalysisOptions::threshold_ns)
   uint64_t cost_threshold_ns = 1'000'000;  // the own-cost threshold in effect (AnalysisOptions::cost_threshold_ns)

@@ -56,7 +56,7 @@ class StreamingAnalysis {
   // horizon has come); GPU operations in any order.
   void add(std::vector<ApiCall> calls, std::vector<GpuOp> ops);
   void set_marks(std::vector<Mark> marks);  // every mark so far (they replace the previous ones)
-  // Calls and GPU operations counted but never given to us (the capture shed them: compactor.h).
+  // Calls and GPU operations counted but never given to us (the capture shed them: feed.h).
   void count_unanalyzed(uint64_t calls, uint64_t ops);
   // Describes and judges what `horizon_ns` settles, then lets go of what no later call can read.
   void advance(uint64_t horizon_ns);

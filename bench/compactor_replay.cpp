@@ -1,4 +1,4 @@
-// The capture's streaming analysis (analysis/streaming.h, fed by analysis/compactor.h) replayed on a recorded
+// The capture's streaming analysis (analysis/streaming.h, fed by analysis/feed.h) replayed on a recorded
 // stream, without a GPU: how long its rounds take per second of the program's time, how many calls a second it
 // judges, how many events it keeps, and the memory it adds, at any number of calls. The recording's steady part (its middle 80%) is repeated, shifted in time and correlation
 // ids, as a program looping on the same work would produce it.
@@ -23,7 +23,7 @@
 #include <string>
 #include <unordered_set>
 
-#include "analysis/compactor.h"
+#include "analysis/feed.h"
 #include "analysis/recording.h"
 
 using namespace asynccheck;
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   }
   std::vector<ApiCall> pending_calls;
   std::vector<GpuOp> pending_ops;  // generated, not yet ended before a round
-  Compactor compactor(options, log.run.env, chunk);
+  AnalysisFeed compactor(options, log.run.env, chunk);
   compactor.add(std::move(head), {}, log.marks, 0, 0);
   pending_ops = std::move(head_ops);
   const long base_kb = rss_kb();
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   // COMPACTOR_REPLAY_FLUSH_PERIOD_MS=N: the capture's flush_period (force_flush, capture.cpp's round): a forced flush
   // when the records horizon lagged N ms or the backlog held half of compact_backlog (262,144). Rounds in between
   // deliver the records of work that ended before the previous round (an ordinary flush hands over complete buffers:
-  // a round late here), and compact up to the records horizon (Compactor::records_before), leaving the rest in the
+  // a round late here), and compact up to the records horizon (AnalysisFeed::records_before), leaving the rest in the
   // backlog unless it is past that half.
   const char* period_env = std::getenv("COMPACTOR_REPLAY_FLUSH_PERIOD_MS");
   const uint64_t period_ns = period_env ? std::strtoull(period_env, nullptr, 10) * 1'000'000 : 0;
@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
                    static_cast<double>(c.start_ns - t0) / 1e9, static_cast<double>(c.end_ns - t0) / 1e9, static_cast<unsigned long long>(c.correlation_id));
     }
   }
-  const CompactorStats& st = compactor.stats();
+  const FeedStats& st = compactor.stats();
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   const double program_s = static_cast<double>(copy * span) / 1e9;

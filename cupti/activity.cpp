@@ -274,7 +274,7 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
   // 256 KiB +1.8 MiB in 110 s, none untimed. But four processes sharing the GPU for 270 s (the GPU behind the
   // host): 5.6M of bench/api_calls' operations untimed at 256 KiB against 4,473 at CUPTI's size, PyTorch 2.98M
   // against 50,730; over 24 minutes at 256 KiB, 122M of 127M operations came untimed (and the compaction, which
-  // then kept their calls: analysis/compactor.h, untimed_, fell behind). Timestamps are the report's evidence:
+  // then kept their calls: analysis/feed.h, untimed_, fell behind). Timestamps are the report's evidence:
   // CUPTI's size by default, a smaller one for who needs the memory bound more than every timestamp.
   size_t limit = device_buffers, limit_size = sizeof limit;
   if (CUptiResult r = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, &limit_size, &limit);

@@ -14,7 +14,7 @@
 // (the report shows its API and rule, no stack): one enqueued before any other blocking stream had work whose GPU
 // work is still running when the first such work is enqueued; one enqueued on another thread between that first
 // work and its call's return (we see a call when it returns); one held back by GPU work no watched call enqueued
-// (the analysis counts such work as a blocking stream's). Such calls are never shed (analysis/compactor.h). Once
+// (the analysis counts such work as a blocking stream's). Such calls are never shed (analysis/feed.h). Once
 // set, the answer never goes back.
 #pragma once
 

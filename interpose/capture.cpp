@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/compactor.h"
+#include "analysis/feed.h"
 
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
@@ -50,7 +50,7 @@ struct ThreadLog {
   // to start a round without taking the lock.
   std::atomic<size_t> pending{0};
   // Calls counted instead of appended because `calls` held its share of Global::thread_backlog (the analysis fell
-  // behind the program: compactor.h, at_thread); `lost` of them were not ordinary (AtThread::Lose). Guarded by mu.
+  // behind the program: feed.h, at_thread); `lost` of them were not ordinary (AtThread::Lose). Guarded by mu.
   uint64_t shed = 0;
   uint64_t lost = 0;
   // The buffer `calls` was before the last round took it, emptied, for the next round to swap in. A buffer the
@@ -74,7 +74,7 @@ struct Global {
   BlockingStreams streams;
   std::atomic<uint64_t> stacks_walked{0};  // for the `stats` option
   std::atomic<uint64_t> forced_flushes{0};  // likewise: rounds that flushed CUPTI by force (flush_period)
-  // Compaction (bounded memory, analysis/compactor.h): a thread of ours moves what the application threads
+  // Compaction (bounded memory, analysis/feed.h): a thread of ours moves what the application threads
   // captured into the compactor each round, which compacts it a chunk at a time, so that each compaction (and the
   // wait of finish() for one) stays short however much piled up. Off when every event must be kept (trace).
   bool compact = false;
@@ -83,7 +83,7 @@ struct Global {
   size_t max_backlog = 0;          // compact_backlog (0 = no limit)
   // flush_period (0: a forced flush every round) and when the last forced flush was (CUPTI timebase): every record
   // of work finished before it has been taken; between forced flushes the records horizon follows the records that
-  // came (Compactor::records_before). Both the compaction thread's alone.
+  // came (AnalysisFeed::records_before). Both the compaction thread's alone.
   uint64_t flush_period_ns = 0;
   uint64_t last_forced_ns = 0;
   uint64_t records_ns = 0;  // the last round's records horizon: a flush is forced when it lags flush_period
@@ -92,8 +92,8 @@ struct Global {
   // them. 0 = no limit (compaction off, or compact_backlog=0).
   size_t thread_backlog = 0;
   std::atomic<size_t> thread_count{0};
-  std::mutex central_mu;  // the compaction thread vs finish(); guards `compactor`
-  std::unique_ptr<Compactor> compactor;  // made by start() when compaction is on
+  std::mutex central_mu;  // the compaction thread vs finish(); guards `feed`
+  std::unique_ptr<AnalysisFeed> feed;  // made by start() when the analysis streams
   std::mutex stop_mu;
   std::condition_variable stop_cv;
   bool stop = false;     // guarded by stop_mu
@@ -116,7 +116,7 @@ constexpr size_t kChunkCalls = 16 * 1024;
 // Shorter than streaming.h's default (50 ms): at a launch-bound loop's ~0.4M calls a second, what the margin keeps
 // is analyzed again in every chunk. It covers the skew between GPU and CPU timestamps. Records of work no watched
 // call enqueued may come later than that (ordinary flushes delivered records up to 278 ms late), and the records
-// horizon cannot wait for them (Compactor::records_before says what that costs); the `stats` option counts records
+// horizon cannot wait for them (AnalysisFeed::records_before says what that costs); the `stats` option counts records
 // that came a round late and how long before the flush that missed them they ended.
 constexpr uint64_t kMarginNs = 10'000'000;
 
@@ -299,7 +299,7 @@ struct Horizons {
   uint64_t calls;    // now, or the start of the oldest call still in flight on any thread (it is in no buffer yet,
                      // and the calls and GPU work around its start may matter to it)
   uint64_t records;  // every record of work finished before it has been taken: the oldest call still waiting for
-                     // its work's record, at least the last forced flush (Compactor::records_before)
+                     // its work's record, at least the last forced flush (AnalysisFeed::records_before)
 };
 
 // Moves what every thread captured, and the GPU work decoded so far, into the backlog.
@@ -308,7 +308,7 @@ Horizons take_from_threads(Global& g) {
   size_t backlog = 0;
   if (g.flush_period_ns != 0) {
     std::lock_guard lock(g.central_mu);
-    backlog = g.compactor->backlog_size();
+    backlog = g.feed->backlog_size();
   }
   const bool forced = force_flush(now, g.records_ns, g.flush_period_ns, backlog, g.max_backlog);
   cupti::flush_activity(forced);
@@ -360,9 +360,9 @@ Horizons take_from_threads(Global& g) {
     if (keep && t->spare.capacity() < taken.capacity()) t->spare.swap(taken);
   }
   std::lock_guard lock(g.central_mu);
-  g.compactor->add(std::move(calls), std::move(ops), std::move(marks), g.last_forced_ns, horizon);
-  g.compactor->count_shed(shed, lost);
-  g.records_ns = g.compactor->records_before(now, g.last_forced_ns);
+  g.feed->add(std::move(calls), std::move(ops), std::move(marks), g.last_forced_ns, horizon);
+  g.feed->count_shed(shed, lost);
+  g.records_ns = g.feed->records_before(now, g.last_forced_ns);
   return {horizon, g.records_ns};
 }
 
@@ -406,8 +406,8 @@ void compaction_loop() {
           break;
         }
         std::lock_guard cl(g.central_mu);
-        if (first && g.compactor->backlog_size() > behind_at) fell_behind = true;
-        if (!g.compactor->has_backlog()) {
+        if (first && g.feed->backlog_size() > behind_at) fell_behind = true;
+        if (!g.feed->has_backlog()) {
           drained = true;
           break;
         }
@@ -416,12 +416,12 @@ void compaction_loop() {
         // can be.
         // Not past behind_at: a horizon held back by a call in flight (or a thread we could not lock) must not
         // make the backlog shed, so the chunks go on into the compacted log, as without a period.
-        if (g.flush_period_ns != 0 && g.compactor->backlog_front_ns() >= horizon &&
-            g.compactor->backlog_size() <= behind_at) {
+        if (g.flush_period_ns != 0 && g.feed->backlog_front_ns() >= horizon &&
+            g.feed->backlog_size() <= behind_at) {
           drained = true;
           break;
         }
-        g.compactor->compact_chunk(horizon);
+        g.feed->compact_chunk(horizon);
       }
       // After a flood, the chunks' temporaries leave holes in the heap that glibc keeps: give them back, at most
       // once a second. Not in a program the compaction keeps up with (its heap stays the same size: RSS at 10M
@@ -456,44 +456,40 @@ Stats stats() {
   Global& g = global();
   if (!lock_within(g.central_mu)) return {};
   std::lock_guard lock(g.central_mu, std::adopt_lock);
-  return g.compactor ? g.compactor->stats() : Stats{};
+  return g.feed ? g.feed->stats() : Stats{};
 }
 
 uint64_t stacks_walked() { return global().stacks_walked.load(std::memory_order_relaxed); }
 
 uint64_t forced_flushes() { return global().forced_flushes.load(std::memory_order_relaxed); }
 
-void set_compaction(bool on, const rules::Environment& env, size_t round_calls, size_t max_backlog,
-                    uint64_t flush_period_ns) {
+bool start(const Options& options, std::string& error, std::string& warning) {
   Global& g = global();
-  g.flush_period_ns = flush_period_ns;
-  g.compact = on;
-  g.env = env;
-  g.round_calls = round_calls;
-  g.max_backlog = max_backlog;
-  g.thread_backlog = on ? max_backlog : 0;
-}
-
-bool start(const AnalysisOptions& analysis, size_t activity_buffer_bytes, size_t device_buffers, size_t device_buffer_bytes,
-           void (*on_first_call)(),
-           std::string& error, std::string& warning) {
-  Global& g = global();
-  g.threshold_ns = analysis.threshold_ns;
-  g.on_first_call = on_first_call;
+  g.compact = options.streaming;
+  g.env = options.env;
+  g.round_calls = options.round_calls;
+  g.max_backlog = options.max_backlog;
+  g.flush_period_ns = options.flush_period_ns;
+  g.thread_backlog = options.streaming ? options.max_backlog : 0;
+  g.threshold_ns = options.analysis.threshold_ns;
+  g.on_first_call = options.on_first_call;
   // Look libpython up now rather than in the first callback that captures a stack: dlsym takes the loader's lock.
   (void)python_available();
   cupti::Sink sink{on_enter, on_exit, on_mark, nvtx_ranges::on_callback};
   if (!cupti::subscribe(sink, error)) return false;
-  if (!cupti::enable_activity(activity_buffer_bytes, device_buffers, device_buffer_bytes, error, warning)) return false;
+  if (!cupti::enable_activity(options.activity_buffer_bytes, options.device_buffers, options.device_buffer_bytes, error,
+                              warning)) {
+    return false;
+  }
   g.active.store(true, std::memory_order_release);
-  g.analysis = analysis;
+  g.analysis = options.analysis;
   if (g.compact) {
-    StreamingOptions options;
-    options.analysis = analysis;
-    options.margin_ns = kMarginNs;
+    StreamingOptions streaming;
+    streaming.analysis = options.analysis;
+    streaming.margin_ns = kMarginNs;
     {
       std::lock_guard lock(g.central_mu);
-      g.compactor = std::make_unique<Compactor>(options, g.env, kChunkCalls, g.max_backlog);
+      g.feed = std::make_unique<AnalysisFeed>(streaming, g.env, kChunkCalls, g.max_backlog);
     }
     // With every signal blocked: the program's signals must reach its own threads, not ours.
     sigset_t all, old;
@@ -517,10 +513,10 @@ StreamingAnalysis::Result finish() {
   bool complete = true;
   // The analysis the compaction thread fed so far goes on with the rest; if it cannot be stopped in time, its part
   // is left out.
-  Compactor* compactor = nullptr;  // stays in g: stats() reads it after the report
+  AnalysisFeed* compactor = nullptr;  // stays in g: stats() reads it after the report
   if (stop_compaction(std::chrono::milliseconds(2000)) && lock_within(g.central_mu)) {
     std::lock_guard lock(g.central_mu, std::adopt_lock);
-    compactor = g.compactor.get();
+    compactor = g.feed.get();
   } else if (g.compact) {
     complete = false;
   }

@@ -524,15 +524,20 @@ void start(Origin) {
   // judgements (recording.h: analyzed) and reports the same at the same thresholds.
   OutputFiles files;
   output_files(*g_options, files, error);  // validated with the options
-  capture::set_compaction(g_options->compact && files.trace.empty(), g_run->env, g_options->compact_round,
-                          g_options->compact_backlog, g_options->flush_period);
+  capture::Options capture;
+  capture.analysis.threshold_ns = g_options->threshold;
+  capture.analysis.cost_threshold_ns = g_options->cost_threshold;
+  capture.env = g_run->env;
+  capture.streaming = g_options->compact && files.trace.empty();
+  capture.round_calls = g_options->compact_round;
+  capture.max_backlog = g_options->compact_backlog;
+  capture.flush_period_ns = g_options->flush_period;
+  capture.activity_buffer_bytes = g_options->activity_buffer_kb * 1024;
+  capture.device_buffers = g_options->device_buffers;
+  capture.device_buffer_bytes = g_options->device_buffer_kb * 1024;
+  capture.on_first_call = [] { std::atexit(report_at_exit); };
   std::string warning;
-  AnalysisOptions analysis;
-  analysis.threshold_ns = g_options->threshold;
-  analysis.cost_threshold_ns = g_options->cost_threshold;
-  if (!capture::start(analysis, g_options->activity_buffer_kb * 1024, g_options->device_buffers,
-                      g_options->device_buffer_kb * 1024,
-                      [] { std::atexit(report_at_exit); }, error, warning)) {
+  if (!capture::start(capture, error, warning)) {
     if (error.rfind(cupti::kHeldByUs, 0) == 0) {
       // Another copy of asynccheck (another path, or both shims of different builds) already watches this process
       // and will report; a second report of "nothing watched" would only compete with it for the same files.

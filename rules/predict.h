@@ -58,7 +58,7 @@ bool enqueues_stream_work(ApiKind api);
 
 // Calls that create, destroy or change state that later calls are described with (streams and their flags,
 // events, allocations and their memory kinds, stream capture, cache configuration): compaction keeps them however
-// far behind it falls (analysis/compactor.h).
+// far behind it falls (analysis/feed.h).
 bool changes_state(ApiKind api);
 
 

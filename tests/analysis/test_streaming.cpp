@@ -1,4 +1,4 @@
-// The streaming analysis (analysis/streaming.h), fed in rounds as the capture feeds it (analysis/compactor.h):
+// The streaming analysis (analysis/streaming.h), fed in rounds as the capture feeds it (analysis/feed.h):
 // it reports exactly what the whole log does, on every committed
 // recording at many horizons, and its size does not grow with the number of ordinary calls or repeated findings.
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 #include <unordered_set>
 
 #include "analysis/streaming.h"
-#include "analysis/compactor.h"
+#include "analysis/feed.h"
 #include "analysis/recording.h"
 #include "report/report.h"
 
@@ -162,7 +162,7 @@ Builder ordinary_run(size_t launches) {
 
 
 
-// The capture's running compaction (analysis/compactor.h): events delivered in rounds, the way the capture takes
+// The capture's running compaction (analysis/feed.h): events delivered in rounds, the way the capture takes
 // them (the calls that returned and the work that ended before each round), compacted in small chunks.
 struct Delivered {
   std::vector<ApiCall> calls;
@@ -191,7 +191,7 @@ std::vector<Delivered> rounds_of(const EventLog& log, int rounds) {
 }
 
 // What the compactor holds at the end, with what the capture's finish() adds from the run itself.
-EventLog taken(Compactor& compactor, const EventLog& log, CompactorStats* stats) {
+EventLog taken(AnalysisFeed& compactor, const EventLog& log, FeedStats* stats) {
   EventLog out = compactor.finish({}, {}, {}).log;
   out.run = log.run;
   out.api_names = log.api_names;
@@ -204,8 +204,8 @@ EventLog taken(Compactor& compactor, const EventLog& log, CompactorStats* stats)
 }
 
 EventLog run_compactor(const EventLog& log, const std::vector<Delivered>& rounds, uint64_t margin, size_t chunk,
-                       CompactorStats* stats = nullptr) {
-  Compactor compactor(compact_options(log, margin), log.run.env, chunk);
+                       FeedStats* stats = nullptr) {
+  AnalysisFeed compactor(compact_options(log, margin), log.run.env, chunk);
   for (const Delivered& d : rounds) {
     compactor.add(d.calls, d.ops, log.marks, d.time, d.horizon);
     // As the capture: no further than the records horizon (every record of work ended before d.time came).
@@ -215,7 +215,7 @@ EventLog run_compactor(const EventLog& log, const std::vector<Delivered>& rounds
   return taken(compactor, log, stats);
 }
 
-TEST(Compactor, EveryRecordingDeliveredInRoundsReportsTheSame) {
+TEST(AnalysisFeed, EveryRecordingDeliveredInRoundsReportsTheSame) {
   size_t recordings = 0, dropped = 0;
   for (const auto& [path, original] : committed_recordings()) {
     if (compacted(original)) continue;  // compacted already: only its own threshold, nothing to deliver again
@@ -241,13 +241,13 @@ TEST(Compactor, EveryRecordingDeliveredInRoundsReportsTheSame) {
   EXPECT_GT(dropped, 0u);  // it did compact, not merely agree by keeping everything
 }
 
-TEST(Compactor, LongRunsKeepWhatShortOnesKeep) {
+TEST(AnalysisFeed, LongRunsKeepWhatShortOnesKeep) {
   size_t kept[2] = {};
   size_t n = 0;
   for (size_t launches : {10'000u, 100'000u}) {
     Builder b = ordinary_run(launches);
     const std::string expected = json_of(b.log);
-    CompactorStats st;
+    FeedStats st;
     const EventLog out = run_compactor(b.log, rounds_of(b.log, static_cast<int>(launches / 1000)), 2 * kMs, 512, &st);
     EXPECT_EQ(json_of(out), expected);
     EXPECT_EQ(st.late_ops, 0u);
@@ -262,8 +262,8 @@ TEST(Compactor, LongRunsKeepWhatShortOnesKeep) {
 // none), the rest coming with the next forced flush. Compacted up to the last forced flush only (the floor of the
 // capture's records horizon, below: run_following_records), leaving in the backlog what started after it.
 EventLog run_compactor_with_flush_period(const EventLog& log, const std::vector<Delivered>& rounds, size_t forced_every,
-                                         bool hold_all, uint64_t margin, size_t chunk, CompactorStats* stats) {
-  Compactor compactor(compact_options(log, margin), log.run.env, chunk);
+                                         bool hold_all, uint64_t margin, size_t chunk, FeedStats* stats) {
+  AnalysisFeed compactor(compact_options(log, margin), log.run.env, chunk);
   uint64_t last_forced = 0;
   std::vector<GpuOp> held;  // still in CUPTI's buffers
   for (size_t k = 0; k < rounds.size(); ++k) {
@@ -286,12 +286,12 @@ EventLog run_compactor_with_flush_period(const EventLog& log, const std::vector<
 // Ordinary flushes (flush_period): each record comes `rounds_late(op)` rounds after the round its work ended in
 // (SIZE_MAX: at the next forced flush), in any order (CUPTI hands over only buffers whose records are all complete),
 // and a forced flush every `forced_every` rounds brings every record of work ended before it. The capture compacts
-// up to the records horizon (Compactor::records_before), leaving what started after it in the backlog.
+// up to the records horizon (AnalysisFeed::records_before), leaving what started after it in the backlog.
 using RoundsLate = std::function<size_t(const GpuOp&)>;
 EventLog run_following_records(const EventLog& log, const std::vector<Delivered>& rounds, size_t forced_every,
-                               const RoundsLate& rounds_late, uint64_t margin, size_t chunk, CompactorStats* stats) {
+                               const RoundsLate& rounds_late, uint64_t margin, size_t chunk, FeedStats* stats) {
   std::mt19937_64 rng(forced_every);
-  Compactor compactor(compact_options(log, margin), log.run.env, chunk);
+  AnalysisFeed compactor(compact_options(log, margin), log.run.env, chunk);
   uint64_t last_forced = 0;
   std::vector<std::pair<GpuOp, size_t>> held;  // (record, the round it comes in)
   for (size_t k = 0; k < rounds.size(); ++k) {
@@ -317,7 +317,7 @@ EventLog run_following_records(const EventLog& log, const std::vector<Delivered>
 }
 
 // The records of work a watched call enqueued come 0 to 3 rounds late; work no watched call enqueued comes in its
-// round: records_before() has no sign of it (Compactor.WorkNoWatchedCallEnqueued...).
+// round: records_before() has no sign of it (AnalysisFeed.WorkNoWatchedCallEnqueued...).
 RoundsLate random_lateness(const EventLog& log, uint64_t seed) {
   auto watched = std::make_shared<std::unordered_set<uint64_t>>();
   for (const ApiCall& c : log.calls) {
@@ -328,7 +328,7 @@ RoundsLate random_lateness(const EventLog& log, uint64_t seed) {
   return [=](const GpuOp& op) -> size_t { return watched->contains(op.correlation_id) ? (*rng)() % 4 : 0; };
 }
 
-TEST(Compactor, WithAFlushPeriodLateRecordsChangeNothing) {
+TEST(AnalysisFeed, WithAFlushPeriodLateRecordsChangeNothing) {
   size_t recordings = 0, dropped = 0;
   for (const auto& [path, original] : committed_recordings()) {
     if (compacted(original)) continue;
@@ -336,7 +336,7 @@ TEST(Compactor, WithAFlushPeriodLateRecordsChangeNothing) {
     const std::string expected = json_of(original);
     for (size_t forced_every : {size_t{2}, size_t{5}}) {
       for (bool hold_all : {false, true}) {
-        CompactorStats st;
+        FeedStats st;
         const EventLog out =
             run_compactor_with_flush_period(original, rounds_of(original, 13), forced_every, hold_all, 200 * kUs, 5, &st);
         EXPECT_EQ(json_of(out), expected) << path << ": a forced flush every " << forced_every << " rounds"
@@ -357,7 +357,7 @@ TEST(Compactor, WithAFlushPeriodLateRecordsChangeNothing) {
   EXPECT_GT(dropped, 0u);
   // A long run: what waits is what came since the last forced flush, however long the run.
   Builder b = ordinary_run(100'000);
-  CompactorStats st;
+  FeedStats st;
   const EventLog out = run_compactor_with_flush_period(b.log, rounds_of(b.log, 100), 5, true, 2 * kMs, 512, &st);
   EXPECT_EQ(json_of(out), json_of(b.log));
   EXPECT_LE(st.peak_backlog, 6000u);  // five rounds of ~1,000 calls and the margin's
@@ -369,7 +369,7 @@ TEST(Compactor, WithAFlushPeriodLateRecordsChangeNothing) {
 // it. Settled on its first record, the launch was dropped before the second came; that record then had no call,
 // and the synchronize was said to wait for "work in other streams". The same whether the rest comes with an
 // ordinary flush or with the next forced one.
-TEST(Compactor, AGraphLaunchWaitsForAllItsRecords) {
+TEST(AnalysisFeed, AGraphLaunchWaitsForAllItsRecords) {
   Builder b;
   for (uint64_t h : {uint64_t{0x7000}, uint64_t{0x8000}}) {
     ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
@@ -390,7 +390,7 @@ TEST(Compactor, AGraphLaunchWaitsForAllItsRecords) {
   EXPECT_EQ(json_of(run_compactor(b.log, rounds_of(b.log, 13), 2 * kMs, 64)), expected);
   for (size_t forced_every : {size_t{2}, size_t{5}}) {
     for (bool hold_all : {false, true}) {
-      CompactorStats st;
+      FeedStats st;
       const EventLog out =
           run_compactor_with_flush_period(b.log, rounds_of(b.log, 13), forced_every, hold_all, 2 * kMs, 64, &st);
       EXPECT_EQ(json_of(out), expected) << "a forced flush every " << forced_every << " rounds"
@@ -403,7 +403,7 @@ TEST(Compactor, AGraphLaunchWaitsForAllItsRecords) {
   // the synchronize lost what it waited for, as above.
   const uint64_t long_node_end = 300 * kMs;
   for (size_t forced_every : {size_t{5}, size_t{1000}}) {
-    CompactorStats st;
+    FeedStats st;
     const EventLog out = run_following_records(
         b.log, rounds_of(b.log, 13), forced_every,
         [&](const GpuOp& op) { return op.end_ns == long_node_end ? SIZE_MAX : 0; }, 2 * kMs, 64, &st);
@@ -420,7 +420,7 @@ TEST(Compactor, AGraphLaunchWaitsForAllItsRecords) {
     loop.op(GpuOpKind::Kernel, corr, t + 10 * kUs, t + 50 * kUs, 13);
     loop.op(GpuOpKind::Kernel, corr, t + 50 * kUs, t + 190 * kUs, 13);
   }
-  CompactorStats st;
+  FeedStats st;
   const EventLog out = run_compactor_with_flush_period(loop.log, rounds_of(loop.log, 50), 5, false, 2 * kMs, 512, &st);
   EXPECT_EQ(json_of(out), json_of(loop.log));
   EXPECT_LT(out.calls.size(), 200u);  // of 2,500
@@ -430,7 +430,7 @@ TEST(Compactor, AGraphLaunchWaitsForAllItsRecords) {
 // judge_legacy_stream). Its nodes run in two branches: the first to start ends last. Judged on the record that came
 // first, the other branch's node (which started too long after the blocking stream's work to have waited for it),
 // it was counted as not observed, and not judged again when its first node's record came.
-TEST(Compactor, AGraphLaunchIsJudgedByItsFirstNodeEvenIfItEndsLast) {
+TEST(AnalysisFeed, AGraphLaunchIsJudgedByItsFirstNodeEvenIfItEndsLast) {
   Builder b;
   b.streams_9000_blocking_8000_not();  // the legacy stream waits for 0x9000
   b.launch(20 * kUs, 0x8000);
@@ -446,12 +446,12 @@ TEST(Compactor, AGraphLaunchIsJudgedByItsFirstNodeEvenIfItEndsLast) {
   const std::string expected = json_of(b.log);
   ASSERT_NE(expected.find("legacy-stream-serialization"), std::string::npos) << expected;
   EXPECT_EQ(json_of(run_compactor(b.log, rounds_of(b.log, 13), 2 * kMs, 64)), expected);
-  CompactorStats st;
+  FeedStats st;
   const EventLog out = run_compactor_with_flush_period(b.log, rounds_of(b.log, 13), 2, false, 2 * kMs, 64, &st);
   EXPECT_EQ(json_of(out), expected);
 }
 
-TEST(Compactor, ForcedFlushesEveryRoundOrWhenTheRecordsLagAPeriod) {
+TEST(AnalysisFeed, ForcedFlushesEveryRoundOrWhenTheRecordsLagAPeriod) {
   EXPECT_TRUE(force_flush(5'000, 4'000, 0, 0, 0));            // a period of 0: every round
   EXPECT_TRUE(force_flush(5'000, 0, 1'000'000, 0, 0));        // the first round
   EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 10, 0));  // the records lag less than the period
@@ -502,11 +502,11 @@ Builder gpu_behind_run(size_t launches) {
   return b;
 }
 
-TEST(Compactor, AGpuFarBehindKeepsOnlyTheWorkThatDecides) {
+TEST(AnalysisFeed, AGpuFarBehindKeepsOnlyTheWorkThatDecides) {
   Builder b = gpu_behind_run(60'000);
   const std::string expected = json_of(b.log);
   ASSERT_NE(expected.find("undocumented-block"), std::string::npos);  // the held launches are findings
-  CompactorStats st;
+  FeedStats st;
   const EventLog out = run_compactor(b.log, rounds_of(b.log, 200), 2 * kMs, 2048, &st);
   EXPECT_EQ(json_of(out), expected);
   // 40 held launches and 12 synchronizes, each with a handful of operations and their calls (700 calls); not the
@@ -518,7 +518,7 @@ TEST(Compactor, AGpuFarBehindKeepsOnlyTheWorkThatDecides) {
 // The same from a real run: calls 120,000 to 125,000 (and the stream and event creations before them) of
 // bench/train.py's launch-bound loop under `asynccheck --compact=0 --save`, beside three bare copies of it on one
 // H100 (2026-11-24): launches blocking on a full queue, synchronizes waiting ~85 ms. Kept before: 3,017 calls.
-TEST(Compactor, ARealRunOnASharedGpuReportsTheSameAndKeepsLittle) {
+TEST(AnalysisFeed, ARealRunOnASharedGpuReportsTheSameAndKeepsLittle) {
   std::ifstream in(fs::path(ASYNCCHECK_SOURCE_DIR) / "tests/fixtures/runs/pytorch_gpu_shared.rec");
   EventLog log;
   std::string error;
@@ -532,7 +532,7 @@ TEST(Compactor, ARealRunOnASharedGpuReportsTheSameAndKeepsLittle) {
 
 // records_before(): how far the records are complete, as the calls show. Ordinary flushes hand over buffers in any
 // order: what has not come is known by the calls whose work's record is missing.
-TEST(Compactor, TheRecordsHorizonIsTheOldestCallWaitingForItsRecord) {
+TEST(AnalysisFeed, TheRecordsHorizonIsTheOldestCallWaitingForItsRecord) {
   Builder b;
   ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
   s.handle = 0x7000;
@@ -549,7 +549,7 @@ TEST(Compactor, TheRecordsHorizonIsTheOldestCallWaitingForItsRecord) {
   empty.call.bytes = 0;
   ApiCall& failed = b.call(ApiKind::KernelLaunch, 500 * kUs, 505 * kUs, 0x7000);
   failed.result = 1;
-  Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 64);
+  AnalysisFeed compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 64);
   compactor.add(b.log.calls, b.log.ops, {}, 0, 1 * kMs);
   // No forced flush yet: the graph launch waits (its other nodes' records may still come), then the launch.
   EXPECT_EQ(compactor.records_before(1 * kMs, 0), graph.start_ns);
@@ -573,12 +573,12 @@ TEST(Compactor, TheRecordsHorizonIsTheOldestCallWaitingForItsRecord) {
 // A record that never comes (a launch into a capture, an empty graph, a record CUPTI lost) holds the records horizon
 // back until a forced flush kRecordOverdueNs after its call returned (the capture forces one when the records lag
 // flush_period), and counts once as overdue.
-TEST(Compactor, ARecordThatNeverComesHoldsTheRecordsHorizonTenSecondsAtMost) {
+TEST(AnalysisFeed, ARecordThatNeverComesHoldsTheRecordsHorizonTenSecondsAtMost) {
   Builder b;
   b.launch(1 * kMs, 0);
   const ApiCall launch = b.log.calls.back();
   b.log.ops.clear();
-  Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 64);
+  AnalysisFeed compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 64);
   compactor.add(b.log.calls, {}, {}, 0, 2 * kMs);
   EXPECT_EQ(compactor.records_before(5 * kMs, 0), launch.start_ns);
   const uint64_t overdue = launch.end_ns + kRecordOverdueNs + 1;
@@ -600,7 +600,7 @@ TEST(Compactor, ARecordThatNeverComesHoldsTheRecordsHorizonTenSecondsAtMost) {
 // site are judged again at the end (the example's evidence, "earlier work in its stream", is the same), the
 // others were settled without it, which changes nothing a synchronize's finding says. A call whose finding does
 // depend on what released it could differ; flush_period=0 (a forced flush every round) rules that out.
-TEST(Compactor, WorkNoWatchedCallEnqueuedIsCountedWhenItsRecordComesLate) {
+TEST(AnalysisFeed, WorkNoWatchedCallEnqueuedIsCountedWhenItsRecordComesLate) {
   Builder b;
   ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
   s.handle = 0x7000;
@@ -641,7 +641,7 @@ TEST(Compactor, WorkNoWatchedCallEnqueuedIsCountedWhenItsRecordComesLate) {
 // for its record in every round: the calls kept grew with the run (1.19M after 24 minutes on the H100). Now it
 // waits for its call; the calls kept stay those of a run without untimed work, whatever the run's length, and the
 // report is the same.
-TEST(Compactor, UntimedWorkDoesNotKeepItsCallForever) {
+TEST(AnalysisFeed, UntimedWorkDoesNotKeepItsCallForever) {
   size_t kept[4] = {};
   for (int pct : {0, 50, 100, 101}) {  // 101: all untimed, in a run twice as long
     Builder b = ordinary_run(pct == 101 ? 40'000 : 20'000);
@@ -662,7 +662,7 @@ TEST(Compactor, UntimedWorkDoesNotKeepItsCallForever) {
       auto r = std::find_if(rounds.begin(), rounds.end(), [&](const Delivered& d) { return d.time > end; });
       (r == rounds.end() ? rounds.back() : *r).ops.push_back(op);
     }
-    CompactorStats st;
+    FeedStats st;
     const EventLog out = run_compactor(b.log, rounds, 2 * kMs, 512, &st);
     EXPECT_EQ(json_of(out), json_of(b.log)) << pct << "% untimed";
     kept[pct == 101 ? 3 : pct / 50] = out.calls.size();
@@ -695,7 +695,7 @@ std::vector<Delivered> rounds_with_untimed(const EventLog& log, int n) {
 
 // StreamDrains takes a later call's work start as proof that the graph ended; an untimed record (start 0) "proves"
 // it ended at time 0: the launch is settled on its first node's record and dropped before the second comes.
-TEST(Compactor, UntimedWorkBehindAGraphIsNoProofThatItEnded) {
+TEST(AnalysisFeed, UntimedWorkBehindAGraphIsNoProofThatItEnded) {
   Builder b;
   for (uint64_t h : {uint64_t{0x7000}, uint64_t{0x8000}}) {
     ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
@@ -723,7 +723,7 @@ TEST(Compactor, UntimedWorkBehindAGraphIsNoProofThatItEnded) {
 // That work's previous op in its stream P (no producer: an unwatched call's work) ended long before the record
 // comes; held_back() reads it (delay in = start - max(enqueue, P's end)). Nothing else keeps P once the sample call
 // J, whose window holds P's end, keeps only its closest op: P must stay as its stream's last op.
-TEST(Compactor, ThePreviousOpOfWorkStillToComeStays) {
+TEST(AnalysisFeed, ThePreviousOpOfWorkStillToComeStays) {
   Builder b;
   b.streams_9000_blocking_8000_not();
   b.launch(20 * kUs, 0x8000);  // the kernel name's first op
@@ -752,7 +752,7 @@ TEST(Compactor, ThePreviousOpOfWorkStillToComeStays) {
 // A legacy-stream call was settled once it returned before the cut and its own record came, but
 // judge_legacy_stream's delay out reads blocking-stream work that started when its work ended and may still be
 // running (no record yet): here y, held back 3.9 ms by the legacy kernel, runs 300 ms. The finding was lost.
-TEST(Compactor, ALegacyCallWaitsForTheWorkItHeldBack) {
+TEST(AnalysisFeed, ALegacyCallWaitsForTheWorkItHeldBack) {
   Builder b;
   b.streams_9000_blocking_8000_not();
   b.launch(20 * kUs, 0x8000);
@@ -773,7 +773,7 @@ TEST(Compactor, ALegacyCallWaitsForTheWorkItHeldBack) {
   EXPECT_EQ(json_of(run_compactor(b.log, rounds_of(b.log, 20), 2 * kMs, 64)), expected);
 }
 
-TEST(Compactor, CountsActivityRecordsThatCameARoundLate) {
+TEST(AnalysisFeed, CountsActivityRecordsThatCameARoundLate) {
   Builder b = ordinary_run(1000);
   std::vector<Delivered> rounds = rounds_of(b.log, 10);
   // The first op of round 5 comes only with round 7: it ended before round 6's time.
@@ -781,21 +781,21 @@ TEST(Compactor, CountsActivityRecordsThatCameARoundLate) {
   const GpuOp late = rounds[5].ops.front();
   rounds[5].ops.erase(rounds[5].ops.begin());
   rounds[7].ops.push_back(late);
-  CompactorStats st;
+  FeedStats st;
   run_compactor(b.log, rounds, 2 * kMs, 512, &st);
   EXPECT_EQ(st.late_ops, 1u);
   EXPECT_EQ(st.latest_late_ns, rounds[6].time - late.end_ns);
   EXPECT_EQ(st.rounds, 10u);
 }
 
-TEST(Compactor, PastTheBacklogLimitOrdinaryCallsAreCountedNotAnalyzed) {
+TEST(AnalysisFeed, PastTheBacklogLimitOrdinaryCallsAreCountedNotAnalyzed) {
   Builder b = ordinary_run(20'000);
   b.launch(b.log.calls.back().end_ns + 10 * kUs, 0x7000, /*function=*/2);  // first launch of another kernel, late
   b.log.calls.back().stack = 0;
   const Analysis whole = analyze(b.log, options_for(b.log));
   // Everything in one round, as when the analysis falls far behind: the backlog holds all 20k calls.
   std::vector<Delivered> rounds = rounds_of(b.log, 1);
-  Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
+  AnalysisFeed compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
   compactor.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time, rounds[0].horizon);
   while (compactor.has_backlog()) compactor.compact_chunk(rounds[0].horizon);
   EventLog out = compactor.finish({}, {}, {}).log;
@@ -825,7 +825,7 @@ TEST(Compactor, PastTheBacklogLimitOrdinaryCallsAreCountedNotAnalyzed) {
   EXPECT_EQ(reread.run.unanalyzed_calls, shed);
 }
 
-TEST(Compactor, PastTheLimitEvenWithoutOrdinaryCallsTheBacklogStaysBounded) {
+TEST(AnalysisFeed, PastTheLimitEvenWithoutOrdinaryCallsTheBacklogStaysBounded) {
   // Event records (not ordinary: they may join a capture) between blocking copies, all delivered in one round.
   Builder b;
   uint64_t t = 10 * kUs;
@@ -836,7 +836,7 @@ TEST(Compactor, PastTheLimitEvenWithoutOrdinaryCallsTheBacklogStaysBounded) {
   }
   const Analysis whole = analyze(b.log, options_for(b.log));
   std::vector<Delivered> rounds = rounds_of(b.log, 1);
-  Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
+  AnalysisFeed compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
   compactor.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time, rounds[0].horizon);
   EXPECT_EQ(compactor.stats().peak_backlog, b.log.calls.size());
   EXPECT_LE(compactor.backlog_size(), 4096u);
@@ -854,7 +854,7 @@ TEST(Compactor, PastTheLimitEvenWithoutOrdinaryCallsTheBacklogStaysBounded) {
   for (const Finding& f : a.findings) EXPECT_GE(f.evidence.op, 0);
 }
 
-TEST(Compactor, PastTheLimitTheWorkOfCallsAlreadyCompactedStays) {
+TEST(AnalysisFeed, PastTheLimitTheWorkOfCallsAlreadyCompactedStays) {
   Builder b;
   b.blocking_copy(10 * kUs, 300 * kUs);  // held the host, has a stack
   b.log.ops.back().start_ns = 2 * kMs;   // its copy queued behind other work: starts after later calls
@@ -868,7 +868,7 @@ TEST(Compactor, PastTheLimitTheWorkOfCallsAlreadyCompactedStays) {
     (i < 10 ? first : second).push_back(r);
   }
   const Analysis whole = analyze(b.log, options_for(b.log));
-  Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 1, /*max_backlog=*/4096);
+  AnalysisFeed compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 1, /*max_backlog=*/4096);
   compactor.add(first, b.log.ops, {}, 0, first.back().start_ns + 1);
   compactor.compact_chunk(1 * kUs);  // the copy moves into the compacted log; its work (from 2 ms) stays behind
   compactor.add(second, {}, {}, 0, t);  // past the limit: shed_hard
@@ -884,7 +884,7 @@ TEST(Compactor, PastTheLimitTheWorkOfCallsAlreadyCompactedStays) {
   EXPECT_GE(a.findings[0].evidence.op, 0);  // its own copy, still there
 }
 
-TEST(Compactor, CallsThatHeldTheHostAreNeverShedEvenWithoutAStack) {
+TEST(AnalysisFeed, CallsThatHeldTheHostAreNeverShedEvenWithoutAStack) {
   ApiCall c;
   c.call.api = ApiKind::Copy;
   c.call.async_form = true;
@@ -902,7 +902,7 @@ TEST(Compactor, CallsThatHeldTheHostAreNeverShedEvenWithoutAStack) {
   EXPECT_FALSE(sheddable(c, true, 100 * kUs));
 }
 
-TEST(Compactor, LegacyStreamCommandsAreNeverShed) {
+TEST(AnalysisFeed, LegacyStreamCommandsAreNeverShed) {
   // The capture skips their stacks while no other blocking stream had work (interpose/blocking_streams.h): without
   // a stack they may still be legacy-stream-serialization findings.
   ApiCall c;
@@ -929,7 +929,7 @@ TEST(Compactor, LegacyStreamCommandsAreNeverShed) {
   EXPECT_FALSE(sheddable(c, true, 100 * kUs));
 }
 
-TEST(Compactor, TheCapturesPerThreadLimitShedsOrdinaryCallsThenFastOnesThenLosesEverything) {
+TEST(AnalysisFeed, TheCapturesPerThreadLimitShedsOrdinaryCallsThenFastOnesThenLosesEverything) {
   constexpr size_t kShare = 1000;
   ApiCall launch;  // a launch of a kernel launched before, on a created stream: ordinary
   launch.call.api = ApiKind::KernelLaunch;
@@ -962,14 +962,14 @@ TEST(Compactor, TheCapturesPerThreadLimitShedsOrdinaryCallsThenFastOnesThenLoses
   }
 }
 
-TEST(Compactor, CallsNoLevelMayShedStillLeaveTheBacklogBoundedAndTheLogIncomplete) {
+TEST(AnalysisFeed, CallsNoLevelMayShedStillLeaveTheBacklogBoundedAndTheLogIncomplete) {
   // Launches on the legacy default stream, far more than the limit, in one round (threads flooding the capture).
   Builder b;
   uint64_t t = 10 * kUs;
   for (int i = 0; i < 20'000; ++i, t += 5 * kUs) b.launch(t, /*stream=*/0);
   const Analysis whole = analyze(b.log, options_for(b.log));
   std::vector<Delivered> rounds = rounds_of(b.log, 1);
-  Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/1024);
+  AnalysisFeed compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/1024);
   compactor.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time, rounds[0].horizon);
   EXPECT_LE(compactor.backlog_size(), kLoseAtShares / 2 * 1024);
   EXPECT_EQ(compactor.stats().lost_calls, 20'000u - kLoseAtShares / 2 * 1024);
@@ -983,7 +983,7 @@ TEST(Compactor, CallsNoLevelMayShedStillLeaveTheBacklogBoundedAndTheLogIncomplet
   EXPECT_EQ(a.calls_watched, whole.calls_watched);  // counted all the same
   EXPECT_EQ(out.run.unanalyzed_calls, compactor.stats().shed_calls);
   // Calls the capture lost count the same way.
-  Compactor other(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/1024);
+  AnalysisFeed other(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/1024);
   other.count_shed(10, 0);
   EXPECT_TRUE(other.finish({}, {}, {}).log.run.complete);
   other.count_shed(10, 3);
@@ -991,7 +991,7 @@ TEST(Compactor, CallsNoLevelMayShedStillLeaveTheBacklogBoundedAndTheLogIncomplet
   EXPECT_FALSE(other.finish({}, {}, {}).log.run.complete);
 }
 
-TEST(Compactor, WorkOfCallsTheCaptureShedDoesNotPileUp) {
+TEST(AnalysisFeed, WorkOfCallsTheCaptureShedDoesNotPileUp) {
   Builder b = ordinary_run(20'000);
   std::vector<Delivered> rounds = rounds_of(b.log, 1);
   // The capture kept only the calls with a stack and the stream's creation; it counted the rest (its per-thread
@@ -1000,7 +1000,7 @@ TEST(Compactor, WorkOfCallsTheCaptureShedDoesNotPileUp) {
   for (const ApiCall& c : rounds[0].calls) {
     if (c.stack != 0 || c.call.api == ApiKind::StreamCreate) kept.push_back(c);
   }
-  Compactor compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
+  AnalysisFeed compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 512, /*max_backlog=*/4096);
   compactor.count_shed(rounds[0].calls.size() - kept.size());
   compactor.add(kept, rounds[0].ops, {}, rounds[0].time, rounds[0].horizon);
   const EventLog out = compactor.finish({}, {}, {}).log;
@@ -1041,7 +1041,7 @@ TEST(Analyze, AGraphLaunchIsJudgedByTheSameNodeWhateverTheRecordsOrder) {
 // A blocking-stream call whose record never comes (here a graph without nodes) would hold every later legacy-stream
 // command judged for good, since one of them might serialize with its work. Past kRecordOverdueNs (10 s) it counts
 // as lost: a 12-s loop of legacy-stream launches keeps what it would keep without it.
-TEST(Compactor, AWorkRecordThatNeverComesHoldsLegacyStreamCommandsTenSecondsAtMost) {
+TEST(AnalysisFeed, AWorkRecordThatNeverComesHoldsLegacyStreamCommandsTenSecondsAtMost) {
   Builder b;
   b.streams_9000_blocking_8000_not();
   b.call(ApiKind::GraphLaunch, 50 * kUs, 60 * kUs, 0x9000);  // no node, no record
@@ -1051,7 +1051,7 @@ TEST(Compactor, AWorkRecordThatNeverComesHoldsLegacyStreamCommandsTenSecondsAtMo
     c.name = 0;
     b.op(GpuOpKind::Kernel, c.correlation_id, t + 5 * kUs, t + 10 * kUs, 7);
   }
-  CompactorStats st;
+  FeedStats st;
   const EventLog out = run_compactor(b.log, rounds_of(b.log, 60), 2 * kMs, 1024, &st);
   EXPECT_EQ(json_of(out), json_of(b.log));
   // The launches of the last 10 s stay (~10,000 of 12,000); none of the first 2 s.
@@ -1079,7 +1079,7 @@ std::string first_diff(const std::string& a, const std::string& b) {
   }
 }
 // Correlation ids come from one counter in the order calls are made, as CUPTI numbers them: unwatched work's and a
-// nested driver call's too (Compactor::records_before reads a later id in a stream as later work).
+// nested driver call's too (AnalysisFeed::records_before reads a later id in a stream as later work).
 struct Sim {
   Builder b;
   std::mt19937_64 rng;
@@ -1227,7 +1227,7 @@ void random_runs_in_rounds(bool untimed, uint64_t seeds) {
     const std::string expected = without_medians(json_of(log));
     for (int rounds : {7, 20}) {
       for (size_t chunk : {size_t{50}, size_t{1000}}) {
-        CompactorStats st;
+        FeedStats st;
         const EventLog out = run_compactor(log, untimed ? rounds_with_untimed(log, rounds) : rounds_of(log, rounds),
                                            (seed % 2 ? 200 : 1000) * kUs, chunk, &st);
         ++runs;
@@ -1244,13 +1244,13 @@ void random_runs_in_rounds(bool untimed, uint64_t seeds) {
   EXPECT_EQ(bad, 0u) << runs << " runs";
 }
 
-TEST(CompactorFuzz, RandomRunsDeliveredInRounds) { random_runs_in_rounds(false, 25); }
+TEST(FeedFuzz, RandomRunsDeliveredInRounds) { random_runs_in_rounds(false, 25); }
 
 // Without graph launches, ordinary flushes alone keep the backlog small: the records horizon follows the records
 // that came. A graph launch's nodes come one by one: it waits for a forced flush (records_before), so with graphs
 // and no forced flush until the end, everything after the first graph waits in the backlog (correct, not bounded:
 // the capture forces a flush when the records lag by flush_period, or the backlog reaches half its limit).
-TEST(CompactorFuzz, RandomRunsFollowingTheRecordsThatCame) {
+TEST(FeedFuzz, RandomRunsFollowingTheRecordsThatCame) {
   size_t runs = 0, bad = 0;
   for (uint64_t seed = 1; seed <= 25; ++seed) {
     for (bool graphs : {true, false}) {
@@ -1260,7 +1260,7 @@ TEST(CompactorFuzz, RandomRunsFollowingTheRecordsThatCame) {
       const std::string expected = without_medians(json_of(log));
       for (size_t forced_every : {size_t{3}, size_t{1000}}) {
         for (size_t chunk : {size_t{50}, size_t{1000}}) {
-          CompactorStats st;
+          FeedStats st;
           const EventLog out = run_following_records(log, rounds_of(log, 30), forced_every, random_lateness(log, seed),
                                                      (seed % 2 ? 200 : 1000) * kUs, chunk, &st);
           ++runs;

@@ -447,7 +447,7 @@ TEST(Sarif, WhatTheRunMissedIsAToolWarning) {
   EXPECT_NE(notes[2]["message"]["text"].string().find("17 activity records"), std::string::npos);
 }
 
-// Calls counted without analysis (the compact_backlog limit, analysis/compactor.h) are said in every format.
+// Calls counted without analysis (the compact_backlog limit, analysis/feed.h) are said in every format.
 TEST(Sarif, UnanalyzedCallsAreSaidInEveryFormat) {
   Fixture fx;
   EXPECT_EQ(fx.run()["invocations"][0]["toolExecutionNotifications"].size(), 0u);

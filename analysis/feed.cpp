@@ -1,4 +1,4 @@
-#include "analysis/compactor.h"
+#include "analysis/feed.h"
 
 #include <algorithm>
 #include <chrono>
@@ -38,13 +38,13 @@ bool untimed_op(const GpuOp& op) { return op.kind != GpuOpKind::Sync && op.start
 
 }  // namespace
 
-Compactor::Compactor(const StreamingOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog)
+AnalysisFeed::AnalysisFeed(const StreamingOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog)
     : options_(options),
       chunk_calls_(std::max<size_t>(1, chunk_calls)),
       analysis_(options, env),
       max_backlog_(max_backlog == 0 ? 0 : std::max<size_t>(2, max_backlog)) {}  // shedding keeps half: at least 1
 
-void Compactor::remember_launches(const std::vector<ApiCall>& calls) {
+void AnalysisFeed::remember_launches(const std::vector<ApiCall>& calls) {
   for (const ApiCall& c : calls) {
     if (c.call.api == rules::ApiKind::KernelLaunch) launched_.insert(c.function);
   }
@@ -91,7 +91,7 @@ bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_
   return max_backlog != 0 && backlog >= max_backlog / 2;
 }
 
-void Compactor::count_shed(uint64_t calls, uint64_t lost) {
+void AnalysisFeed::count_shed(uint64_t calls, uint64_t lost) {
   stats_.shed_calls += calls;
   stats_.lost_calls += lost;
   analysis_.count_unanalyzed(calls, 0);
@@ -102,7 +102,7 @@ void Compactor::count_shed(uint64_t calls, uint64_t lost) {
 // the caller to count (count_shed). Shedding down to half the limit, a program that stays ahead sheds once per
 // half-limit of calls, not every round. In place: this runs when memory is already at its limit.
 template <typename Drop>
-size_t Compactor::shed_oldest(size_t down_to, Drop drop) {
+size_t AnalysisFeed::shed_oldest(size_t down_to, Drop drop) {
   const size_t excess = backlog_calls_.size() - std::min(down_to, backlog_calls_.size());
   size_t out = 0;
   for (size_t i = 0; i < backlog_calls_.size(); ++i) {
@@ -115,7 +115,7 @@ size_t Compactor::shed_oldest(size_t down_to, Drop drop) {
   return dropped;
 }
 
-void Compactor::shed() {
+void AnalysisFeed::shed() {
   if (max_backlog_ == 0) return;
   if (backlog_calls_.size() <= max_backlog_) {
     // The work of calls the capture shed (its per-thread limit) piles up here though the calls do not.
@@ -138,7 +138,7 @@ void Compactor::shed() {
 // shedding started: evidence about other streams' work may go with it, as with the shed calls.
 // The ids in one sorted vector, not a hash set: this runs every round of a flood, over up to a few hundred thousand
 // calls, and a set's node per id was that many allocations a round on the compaction thread.
-void Compactor::drop_orphan_work() {
+void AnalysisFeed::drop_orphan_work() {
   std::vector<uint64_t> ids;
   ids.reserve(2 * (analysis_.window().calls.size() + backlog_calls_.size()));
   for (const std::vector<ApiCall>* calls : {&analysis_.window().calls, static_cast<const std::vector<ApiCall>*>(&backlog_calls_)}) {
@@ -165,19 +165,19 @@ void Compactor::drop_orphan_work() {
 // returned at once): the oldest fast calls without a stack go too, state-changing ones aside; their work goes with
 // the orphans (drop_orphan_work). What stays is every call that held the host or may block (those have stacks) and
 // every call later descriptions read; what is lost is evidence about the shed part's work.
-void Compactor::shed_hard() {
+void AnalysisFeed::shed_hard() {
   count_shed(
       shed_oldest(max_backlog_ / 2, [&](const ApiCall& c) { return sheddable_hard(c, options_.analysis.threshold_ns); }));
 }
 
 // Bounded memory whatever the program does (many threads flooding us with legacy-stream launches, or calls that
 // each held the host a little): what is lost may be findings, so the log says it is incomplete.
-void Compactor::lose() {
+void AnalysisFeed::lose() {
   const size_t lost = shed_oldest(kLoseAtShares / 2 * max_backlog_, [](const ApiCall&) { return true; });
   count_shed(lost, /*lost=*/lost);
 }
 
-void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,
+void AnalysisFeed::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,
                     uint64_t calls_before_ns) {
   ++stats_.rounds;
   calls_before_ns_ = std::max(calls_before_ns_, calls_before_ns);
@@ -204,7 +204,7 @@ void Compactor::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vec
   shed();
 }
 
-uint64_t Compactor::records_before(uint64_t flushed_ns, uint64_t forced_ns) {
+uint64_t AnalysisFeed::records_before(uint64_t flushed_ns, uint64_t forced_ns) {
   const uint64_t before = awaited_.before(flushed_ns, forced_ns);
   stats_.awaited_records = awaited_.awaited();
   stats_.overdue_records = awaited_.overdue();
@@ -213,7 +213,7 @@ uint64_t Compactor::records_before(uint64_t flushed_ns, uint64_t forced_ns) {
 
 // Moves into the compacted log the untimed work whose call is there, and the work that waited too long (`all`: every
 // one). The common case, no untimed work, costs nothing.
-void Compactor::release_untimed(bool all) {
+void AnalysisFeed::release_untimed(bool all) {
   if (untimed_.empty()) return;
   std::vector<uint64_t> ids;
   if (!all) {
@@ -240,7 +240,7 @@ void Compactor::release_untimed(bool all) {
 
 // Calls are taken whole, in start order: everything that started before the backlog's next call is then in the
 // analysis, so that call's start bounds the horizon too.
-void Compactor::compact_chunk(uint64_t horizon_ns) {
+void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   const auto t0 = std::chrono::steady_clock::now();
   const size_t k = std::min(chunk_calls_, backlog_calls_.size());
   const uint64_t next = k < backlog_calls_.size() ? backlog_calls_[k].start_ns : UINT64_MAX;
@@ -264,7 +264,7 @@ void Compactor::compact_chunk(uint64_t horizon_ns) {
   stats_.peak_window_calls = std::max(stats_.peak_window_calls, stats_.kept_calls);
 }
 
-StreamingAnalysis::Result Compactor::finish(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks) {
+StreamingAnalysis::Result AnalysisFeed::finish(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks) {
   merge_into(backlog_calls_, std::move(calls), by_start_call);
   merge_into(backlog_ops_, std::move(ops), by_start_op);
   analysis_.set_marks(std::move(marks));

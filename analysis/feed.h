@@ -19,7 +19,7 @@ namespace asynccheck {
 
 // What compaction did, for the `stats` option (docs/performance.md): rounds and chunks run, how long they took,
 // how far the threads got ahead of them, and what was kept at the end.
-struct CompactorStats {
+struct FeedStats {
   uint64_t rounds = 0, chunks = 0;
   uint64_t largest_chunk = 0;         // calls
   uint64_t peak_backlog = 0;          // calls taken from the threads and waiting for a chunk, at most
@@ -34,7 +34,7 @@ struct CompactorStats {
   uint64_t shed_calls = 0;  // counted without being analyzed (RunInfo::unanalyzed_calls)
   // Of those, calls that were not ordinary (they had a stack, changed state, or were on the legacy stream): dropped
   // only because they came faster than the analysis for so long that memory would have grown without bound. The
-  // report is then incomplete (Compactor::lose, AtThread::Lose).
+  // report is then incomplete (AnalysisFeed::lose, AtThread::Lose).
   uint64_t lost_calls = 0;
   // records_before(): calls whose work's record had not come at the last round (what held the records horizon
   // back), and calls given up on because their record was kRecordOverdueNs late (a launch into a capture, a lost
@@ -43,7 +43,7 @@ struct CompactorStats {
 };
 
 // Whether `c` is an ordinary call that may be counted without being analyzed when the analysis falls behind
-// (Compactor::shed, and the capture's per-thread limit): no stack was captured for it (the capture saw it return
+// (AnalysisFeed::shed, and the capture's per-thread limit): no stack was captured for it (the capture saw it return
 // fast and no rule predicts it blocks, so it cannot be a finding), it is not on the legacy default stream
 // (on_legacy_stream), it held the host less than `threshold_ns` (an unwind that failed leaves no stack either), it
 // succeeded, and it only enqueued work or queried a stream: a copy, a memset, a stream query, or a launch of a kernel launched before (a first
@@ -51,7 +51,7 @@ struct CompactorStats {
 // allocations, captures) never are.
 bool sheddable(const ApiCall& c, bool function_launched_before, uint64_t threshold_ns);
 
-// The second level (Compactor::shed_hard, and the capture's per-thread limit at twice its share): any fast call
+// The second level (AnalysisFeed::shed_hard, and the capture's per-thread limit at twice its share): any fast call
 // without a stack that neither changes state (rules::changes_state) nor enqueues on the legacy default stream: event
 // records, stream queries (also when they returned cudaErrorNotReady), first launches that returned fast.
 bool sheddable_hard(const ApiCall& c, uint64_t threshold_ns);
@@ -74,7 +74,7 @@ bool on_legacy_stream(const ApiCall& c);
 
 // Whether a compaction round flushes CUPTI by force (the flush_period option). A forced flush delivers the records
 // of all work finished so far; an ordinary one only the buffers whose records are all complete, in any order, so
-// the records horizon follows the calls still waiting for theirs (Compactor::records_before). Forced flushes make
+// the records horizon follows the calls still waiting for theirs (AnalysisFeed::records_before). Forced flushes make
 // CUPTI's device-buffer pool grow while several threads launch, and past its limit work comes untimed
 // (cupti/activity.cpp). So: every round when `period_ns` is 0; the first round (`records_ns` 0); when the records
 // horizon of the last round (`records_ns`) lagged `period_ns` (5 s by default) behind `now_ns` (a graph launch's
@@ -87,14 +87,14 @@ bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_
 // calls, or with a period the half of `max_backlog` that forces a flush (what waits for it is not "behind").
 size_t behind_at(uint64_t period_ns, size_t round_calls, size_t max_backlog);
 
-class Compactor {
+class AnalysisFeed {
  public:
   // Each compaction moves at most `chunk_calls` calls into the compacted log: its temporary memory is a few
   // hundred bytes per call of the chunk and of what the margin keeps, so this bounds a chunk's memory and
   // duration (hence how long the capture's finish() waits for one).
   // `max_backlog` (0 = none): when more calls than this wait, the oldest ordinary ones are shed (shed()); past
   // kLoseAtShares / 2 times it, the oldest calls of any kind (lose()).
-  Compactor(const StreamingOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog = 0);
+  AnalysisFeed(const StreamingOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog = 0);
 
   // A round's batch: calls and ops in any order (sorted here), and every mark so far (they replace the previous).
   // `delivered_ns`: when the batch was taken (the activity flush before it); an op that ended before the previous
@@ -126,7 +126,7 @@ class Compactor {
   // run.unanalyzed_calls says how many were shed, run.complete whether calls were lost.
   StreamingAnalysis::Result finish(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks);
 
-  CompactorStats& stats() { return stats_; }
+  FeedStats& stats() { return stats_; }
 
  private:
   StreamingOptions options_;
@@ -163,7 +163,7 @@ class Compactor {
 
   size_t max_backlog_;
   std::unordered_set<uint64_t> launched_;  // kernel functions launched so far, in start order
-  CompactorStats stats_;
+  FeedStats stats_;
   uint64_t last_delivered_ns_ = 0;
   uint64_t calls_before_ns_ = 0;
   AwaitedRecords awaited_;

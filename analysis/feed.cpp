@@ -153,6 +153,7 @@ void AnalysisFeed::drop_orphan_work() {
     GpuOp& op = backlog_ops_[i];
     if (op.start_ns < calls_before_ns_ && !std::binary_search(ids.begin(), ids.end(), op.correlation_id)) {
       analysis_.count_unanalyzed(0, 1);
+      ++stats_.dropped_ops;
       continue;
     }
     if (kept != i) backlog_ops_[kept] = std::move(op);
@@ -235,7 +236,9 @@ void AnalysisFeed::release_untimed(bool all) {
     }
   }
   untimed_.resize(out);
-  if (!released.empty()) analysis_.add({}, std::move(released));
+  if (released.empty()) return;
+  if (sink_) sink_->write({}, released);
+  analysis_.add({}, std::move(released));
 }
 
 // Calls are taken whole, in start order: everything that started before the backlog's next call is then in the
@@ -249,6 +252,7 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   // work). The window keeps work until every call that may read it was judged (streaming.h).
   std::vector<GpuOp> ops = std::exchange(backlog_ops_, {});
   remember_launches(calls);
+  if (sink_) sink_->write(calls, ops);
   analysis_.add(std::move(calls), std::move(ops));
   release_untimed(false);
   analysis_.advance(std::min(horizon_ns, next));
@@ -268,6 +272,7 @@ StreamingAnalysis::Result AnalysisFeed::finish(std::vector<ApiCall> calls, std::
   merge_into(backlog_calls_, std::move(calls), by_start_call);
   merge_into(backlog_ops_, std::move(ops), by_start_op);
   analysis_.set_marks(std::move(marks));
+  if (sink_) sink_->write(backlog_calls_, backlog_ops_);
   analysis_.add(std::exchange(backlog_calls_, {}), std::exchange(backlog_ops_, {}));
   release_untimed(true);
   StreamingAnalysis::Result r = analysis_.finish();

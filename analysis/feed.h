@@ -28,6 +28,7 @@ struct FeedStats {
   // judged so far.
   uint64_t kept_calls = 0, kept_ops = 0, compacted_calls = 0;
   uint64_t peak_window_calls = 0;  // the analysis' window after a chunk, at most
+  uint64_t dropped_ops = 0;        // GPU work of calls shed, dropped with them (drop_orphan_work)
   // Activity records that came a round late: the operation ended before the previous batch's delivery time, yet
   // came in this batch. The margin (CompactOptions::margin_ns) must cover how much earlier they ended.
   uint64_t late_ops = 0, latest_late_ns = 0;
@@ -87,6 +88,14 @@ bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_
 // calls, or with a period the half of `max_backlog` that forces a flush (what waits for it is not "behind").
 size_t behind_at(uint64_t period_ns, size_t round_calls, size_t max_backlog);
 
+// Where the events given to the analysis go as well, a chunk at a time in start order (a recording written as the
+// run goes: report/recording_stream.h). Called on the feed's thread.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) = 0;
+};
+
 class AnalysisFeed {
  public:
   // Each compaction moves at most `chunk_calls` calls into the compacted log: its temporary memory is a few
@@ -127,6 +136,9 @@ class AnalysisFeed {
   StreamingAnalysis::Result finish(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks);
 
   FeedStats& stats() { return stats_; }
+  // Every event given to the analysis from now on goes to `sink` too (null: none). Shed calls and the work dropped
+  // with them (counted in the stats) do not.
+  void set_sink(EventSink* sink) { sink_ = sink; }
 
  private:
   StreamingOptions options_;
@@ -164,6 +176,7 @@ class AnalysisFeed {
   size_t max_backlog_;
   std::unordered_set<uint64_t> launched_;  // kernel functions launched so far, in start order
   FeedStats stats_;
+  EventSink* sink_ = nullptr;
   uint64_t last_delivered_ns_ = 0;
   uint64_t calls_before_ns_ = 0;
   AwaitedRecords awaited_;

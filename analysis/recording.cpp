@@ -1,5 +1,7 @@
 #include "analysis/recording.h"
 
+#include <algorithm>
+
 #include <charconv>
 #include <istream>
 #include <ostream>
@@ -373,39 +375,60 @@ rules::RuleId read_rule(Fields& f, std::string_view field) {
   return {};
 }
 
-void write_recording(std::ostream& o, const EventLog& log) {
+void write_recording_head(std::ostream& o, const std::vector<std::string>& api_names) {
   o << kMagic << ' ' << kRecordingVersion << '\n';
-  write_run(o, log.run);
-  for (size_t i = 0; i < log.api_names.size(); ++i) o << "api " << i << ' ' << percent_encode(log.api_names[i]) << '\n';
-  for (const Module& m : log.modules) {
-    o << "module " << std::hex << m.base << ' ' << m.end << ' ' << m.bias << std::dec << ' ' << percent_encode(m.path) << '\n';
-  }
-  for (size_t i = 0; i < log.stacks.size(); ++i) {
+  for (size_t i = 0; i < api_names.size(); ++i) o << "api " << i << ' ' << percent_encode(api_names[i]) << '\n';
+}
+
+void write_stacks(std::ostream& o, const std::vector<Stack>& stacks, size_t first) {
+  for (size_t i = first; i < stacks.size(); ++i) {
     o << "stack " << (i + 1) << std::hex;
-    for (uint64_t ip : log.stacks[i].frames) o << ' ' << ip;
+    for (uint64_t ip : stacks[i].frames) o << ' ' << ip;
     o << std::dec << '\n';
     // Optional (Python programs only), so that recordings of native programs stay readable by older versions.
-    for (const PyFrame& f : log.stacks[i].python) {
+    for (const PyFrame& f : stacks[i].python) {
       o << "pyframe " << (i + 1) << ' ' << percent_encode(f.file) << ' ' << percent_encode(f.function) << ' ' << f.line << '\n';
     }
   }
+}
+
+void write_nvtx_ranges(std::ostream& o, const std::vector<NvtxRange>& ranges, size_t first) {
+  for (size_t i = first; i < ranges.size(); ++i) {
+    o << "nvtx " << (i + 1) << ' ' << percent_encode(ranges[i].domain) << ' ' << percent_encode(ranges[i].name) << '\n';
+  }
+}
+
+void write_events(std::ostream& o, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
+  for (const ApiCall& c : calls) write_call(o, c);
+  for (const GpuOp& op : ops) write_op(o, op);
+}
+
+void write_recording_tail(std::ostream& o, const EventLog& log, size_t stacks_written, size_t nvtx_written) {
+  write_run(o, log.run);
+  for (const Module& m : log.modules) {
+    o << "module " << std::hex << m.base << ' ' << m.end << ' ' << m.bias << std::dec << ' ' << percent_encode(m.path) << '\n';
+  }
+  write_stacks(o, log.stacks, stacks_written);
   for (const Symbol& y : log.symbols) {
     o << "sym " << std::hex << y.ip << std::dec << ' ' << y.line << ' ' << percent_encode(y.function) << ' '
       << percent_encode(y.file) << '\n';
   }
-  for (size_t i = 0; i < log.nvtx_ranges.size(); ++i) {
-    o << "nvtx " << (i + 1) << ' ' << percent_encode(log.nvtx_ranges[i].domain) << ' '
-      << percent_encode(log.nvtx_ranges[i].name) << '\n';
-  }
-  for (const ApiCall& c : log.calls) write_call(o, c);
+  write_nvtx_ranges(o, log.nvtx_ranges, nvtx_written);
   write_carried(o, log.carried);
-  for (const GpuOp& op : log.ops) write_op(o, op);
   for (const Mark& m : log.marks) o << "mark " << name_of(m.kind) << ' ' << m.time_ns << ' ' << m.thread << '\n';
   if (log.analyzed) {
     o << "analyzed\n";
     for (const Finding& f : log.findings) write_finding(o, f);
   }
   o << "end\n";
+}
+
+void write_recording(std::ostream& o, const EventLog& log) {
+  write_recording_head(o, log.api_names);
+  write_stacks(o, log.stacks, 0);
+  write_nvtx_ranges(o, log.nvtx_ranges, 0);
+  write_events(o, log.calls, log.ops);
+  write_recording_tail(o, log, log.stacks.size(), log.nvtx_ranges.size());
 }
 
 bool read_recording(std::istream& in, EventLog& log, std::string& error) {
@@ -620,6 +643,13 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
     return false;
   }
   if (!ended) log.run.complete = false;  // truncated: keep what was read, say so
+  // A recording written as the run went (report/recording_stream.h) has its events in chunks: in log order, as the
+  // analysis reads them. Not a log of judgements: its findings index the calls as they are.
+  if (!log.analyzed) {
+    auto by_log = [](const auto& a, const auto& b) { return before_in_log(a, b); };
+    if (!std::is_sorted(log.calls.begin(), log.calls.end(), by_log)) std::stable_sort(log.calls.begin(), log.calls.end(), by_log);
+    if (!std::is_sorted(log.ops.begin(), log.ops.end(), by_log)) std::stable_sort(log.ops.begin(), log.ops.end(), by_log);
+  }
   return true;
 }
 

@@ -28,6 +28,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "analysis/events.h"
 
@@ -36,6 +37,17 @@ namespace asynccheck {
 inline constexpr int kRecordingVersion = 1;
 
 void write_recording(std::ostream& out, const EventLog& log);
+
+// A recording written as the run goes (report/recording_stream.h), in pieces that read back like write_recording's:
+// the head (with the API names, known from the start); events, after the stacks and NVTX names they refer to
+// (write_stacks and write_nvtx_ranges from the first not written yet, ids first + 1 on); then the tail: the run,
+// modules, the stacks and NVTX names not written yet, symbols, what was counted but not kept, marks, `end`.
+// read_recording puts the events in log order.
+void write_recording_head(std::ostream& out, const std::vector<std::string>& api_names);
+void write_stacks(std::ostream& out, const std::vector<Stack>& stacks, size_t first);
+void write_nvtx_ranges(std::ostream& out, const std::vector<NvtxRange>& ranges, size_t first);
+void write_events(std::ostream& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);
+void write_recording_tail(std::ostream& out, const EventLog& log, size_t stacks_written, size_t nvtx_written);
 
 // Reads a recording. On failure returns false and sets `error` to "line N: <what is wrong> (<what is valid>)".
 bool read_recording(std::istream& in, EventLog& log, std::string& error);

@@ -23,8 +23,8 @@ namespace fs = std::filesystem;
 namespace asynccheck::cli {
 namespace {
 
-// The library's options for the program under test: it only captures and saves its events; the command reports.
-// Compaction (bounded memory) unless the command is to draw a trace, which needs every event.
+// The library's options for the program under test: it captures and analyzes, and hands its analyzed run over; the
+// command reports. Streaming (bounded memory) unless the command is to draw a trace, which needs every event.
 std::string child_options(const Options& o, const std::string& recording) {
   OutputFiles files;
   std::string error;
@@ -34,7 +34,9 @@ std::string child_options(const Options& o, const std::string& recording) {
     << ":device_buffer_kb=" << o.device_buffer_kb
     << ":signal_timeout=" << o.signal_timeout << ":compact=" << (o.compact && files.trace.empty())
     << ":compact_round=" << o.compact_round << ":compact_backlog=" << o.compact_backlog
-    << ":flush_period=" << o.flush_period << "ns" << ":stats=" << o.stats << ":summary=0:symbolize=0:save=" << recording;
+    << ":flush_period=" << o.flush_period << "ns" << ":stats=" << o.stats << ":summary=0:symbolize=0:handoff=" << recording;
+  // The events themselves, written by the program's process as it runs (the command reports from the hand-off).
+  if (!o.save.empty()) s << ":save=" << o.save << ":overwrite=" << o.overwrite;
   return s.str();
 }
 
@@ -59,6 +61,10 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
     return analyze_command(cli.read, cli);
   }
   if (i >= args.size()) return usage_error("no program to run (usage: asynccheck [options] -- PROGRAM [ARGS...])");
+  if (cli.opts.save.find_first_of(": \t\n") != std::string::npos) {
+    return usage_error("option 'save': '" + cli.opts.save + "' holds ':' or white space, which the program's process cannot be "
+                       "given (ASYNCCHECK_OPTIONS separates options by them); choose a path without them");
+  }
   report::ReportInputs inputs;
   if (!report::prepare_report(cli.opts, static_cast<int>(getpid()), process_rank(), inputs, error)) return usage_error(error);
   const fs::path lib = library_path(argv0);
@@ -95,7 +101,9 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
       std::cerr << "asynccheck: ERROR: " << error << "\n";
       continue;
     }
-    const int code = exit_code_for(report::emit(log, nullptr, cli.opts, inputs), cli);
+    Options report_options = cli.opts;
+    report_options.save.clear();  // the program's process wrote it
+    const int code = exit_code_for(report::emit(log, nullptr, report_options, inputs), cli);
     if (code >= 0) override_code = code;
   }
   fs::remove_all(dir);

@@ -490,6 +490,7 @@ bool start(const Options& options, std::string& error, std::string& warning) {
     {
       std::lock_guard lock(g.central_mu);
       g.feed = std::make_unique<AnalysisFeed>(streaming, g.env, kChunkCalls, g.max_backlog);
+      g.feed->set_sink(options.sink);
     }
     // With every signal blocked: the program's signals must reach its own threads, not ours.
     sigset_t all, old;

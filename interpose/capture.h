@@ -37,6 +37,8 @@ struct Options {
   // Runs once, on the first watched call (after the CUDA runtime registered its own exit handlers, so an atexit
   // handler registered there runs before the runtime tears down).
   void (*on_first_call)() = nullptr;
+  // With streaming: every event the analysis is given goes here too (a recording written as the run goes).
+  EventSink* sink = nullptr;
 };
 
 // Subscribes to CUPTI and starts recording. On failure returns false with a one-line reason. `warning`: set when

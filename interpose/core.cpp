@@ -29,8 +29,11 @@
 #include "interpose/capture.h"
 #include "interpose/lineage.h"
 #include "interpose/nvtx_ranges.h"
+#include "interpose/stacks.h"
 #include "options/options.h"
+#include "report/recording_stream.h"
 #include "report/report.h"
+#include "report/symbolize.h"
 
 namespace asynccheck::core {
 namespace {
@@ -41,6 +44,8 @@ bool g_capturing = false;
 bool g_descendant = false;
 Options* g_options = nullptr;  // leaked on purpose: used during exit
 RunInfo* g_run = nullptr;
+// The `save` recording, written as the run goes while the analysis streams; null otherwise (never destroyed).
+report::RecordingStream* g_recording = nullptr;
 report::ReportInputs* g_inputs = nullptr;
 
 // Exactly one report per process: the first end to move the state from Idle to Writing writes it (an exit
@@ -188,6 +193,23 @@ std::string stats_line(const EventLog& log) {
   return o.str();
 }
 
+// The tail of the `save` recording written as the run went: the tables and symbols of the whole run, and what was
+// counted without being kept (calls shed, their work).
+void finish_recording(EventLog& log) {
+  if (g_options->symbolize && log.symbols.empty()) report::resolve_symbols(log);
+  EventLog tail;
+  tail.run = log.run;
+  tail.modules = log.modules;
+  tail.stacks = log.stacks;
+  tail.symbols = log.symbols;
+  tail.nvtx_ranges = log.nvtx_ranges;
+  tail.marks = log.marks;
+  tail.carried.calls = log.run.unanalyzed_calls;
+  tail.carried.ops = capture::stats().dropped_ops;
+  std::string error;
+  if (!g_recording->close(tail, error)) say("ERROR: " + error);
+}
+
 // The report itself (not async-signal-safe): on the exiting thread at exit, on the reporter thread otherwise.
 void emit_report(EndKind kind, int sig) {
   StreamingAnalysis::Result result = g_capturing ? capture::finish() : StreamingAnalysis::Result{};
@@ -205,8 +227,20 @@ void emit_report(EndKind kind, int sig) {
   // inside a CUDA call is incomplete too (capture::finish).
   info.complete = kind == EndKind::Exit && log.run.complete;
   log.run = info;
-  // Findings were made with the run's own thresholds: the report's options are the same.
-  report::emit(log, g_capturing ? &result.analysis : nullptr, *g_options, *g_inputs);
+  // Findings were made with the run's own thresholds: the report's options are the same. A recording written as
+  // the run went is finished here, not written again from what the analysis kept.
+  Options report_options = *g_options;
+  if (g_recording) report_options.save.clear();
+  report::emit(log, g_capturing ? &result.analysis : nullptr, report_options, *g_inputs);
+  if (g_recording) finish_recording(log);
+  if (!g_options->handoff.empty()) {  // the asynccheck command reports from this
+    std::ostringstream rec;
+    write_recording(rec, log);
+    std::string error;
+    if (!report::write_file(expand_path(g_options->handoff, log.run.pid, log.run.rank), rec.str(), g_options->overwrite, error)) {
+      say("ERROR: " + error);
+    }
+  }
   if (g_options->stats) say(stats_line(log));
   if (const uint64_t untimed = g_capturing ? cupti::untimed_records() : 0) {
     // Mostly CUPTI's device buffers running out (many threads launching for long: cupti/activity.cpp); a few came
@@ -536,6 +570,23 @@ void start(Origin) {
   capture.device_buffers = g_options->device_buffers;
   capture.device_buffer_bytes = g_options->device_buffer_kb * 1024;
   capture.on_first_call = [] { std::atexit(report_at_exit); };
+  if (capture.streaming && !g_options->save.empty()) {
+    std::vector<std::string> api_names;
+    for (const cupti::ApiSpec& spec : cupti::watched_apis()) api_names.emplace_back(spec.name);
+    g_recording = new report::RecordingStream;
+    const auto tables = [](std::vector<Stack>& stacks, std::vector<NvtxRange>& ranges) {
+      stacks = interned_stacks();
+      ranges = nvtx_ranges::names();
+    };
+    if (g_recording->open(expand_path(g_options->save, g_run->pid, g_run->rank), g_options->overwrite, api_names, tables,
+                          error)) {
+      capture.sink = g_recording;
+    } else {
+      say("ERROR: " + error + "; the events are not saved");
+      delete g_recording;
+      g_recording = nullptr;
+    }
+  }
   std::string warning;
   if (!capture::start(capture, error, warning)) {
     if (error.rfind(cupti::kHeldByUs, 0) == 0) {

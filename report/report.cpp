@@ -54,7 +54,8 @@ std::vector<std::pair<std::string, std::string>> output_paths(const Options& o) 
   std::string ignored;
   output_files(o, files, ignored);  // validated when the options were parsed
   for (const auto& [name, path] : {std::pair<std::string, std::string>{"json", files.json}, {"sarif", files.sarif},
-                                   {"trace", files.trace}, {"save", o.save}, {"save_baseline", o.save_baseline}}) {
+                                   {"trace", files.trace}, {"save", o.save}, {"handoff", o.handoff},
+                                   {"save_baseline", o.save_baseline}}) {
     if (!path.empty()) out.emplace_back(name, path);
   }
   if (!is_stream(o.log_file)) out.emplace_back("log_file", o.log_file);
@@ -87,26 +88,28 @@ bool check_output_path(const std::string& path, bool overwrite, std::string& err
   return true;
 }
 
-bool write_file(const std::string& path, const std::string& content, bool overwrite, std::string& error) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    error = "cannot write '" + path + "': " + std::strerror(errno);
-    return false;
-  }
+int open_beside(const std::string& path, std::string& tmp, std::string& error) {
+  tmp = path + ".tmp." + std::to_string(getpid());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) error = "cannot write '" + path + "': " + std::strerror(errno);
+  return fd;
+}
+
+bool write_all(int fd, std::string_view content, const std::string& path, std::string& error) {
   size_t off = 0;
   while (off < content.size()) {
     ssize_t n = write(fd, content.data() + off, content.size() - off);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       error = "cannot write '" + path + "': " + std::strerror(n < 0 ? errno : ENOSPC);
-      close(fd);
-      unlink(tmp.c_str());
       return false;
     }
     off += static_cast<size_t>(n);
   }
-  close(fd);
+  return true;
+}
+
+bool move_into_place(const std::string& tmp, const std::string& path, bool overwrite, std::string& error) {
   // rename() replaces a symbolic link itself, never its target; link() fails if the path exists, atomically, so
   // two processes never overwrite each other's report.
   struct stat st {};
@@ -123,6 +126,19 @@ bool write_file(const std::string& path, const std::string& content, bool overwr
     return false;
   }
   return true;
+}
+
+bool write_file(const std::string& path, const std::string& content, bool overwrite, std::string& error) {
+  std::string tmp;
+  const int fd = open_beside(path, tmp, error);
+  if (fd < 0) return false;
+  const bool written = write_all(fd, content, path, error);
+  close(fd);
+  if (!written) {
+    unlink(tmp.c_str());
+    return false;
+  }
+  return move_into_place(tmp, path, overwrite, error);
 }
 
 bool prepare_report(const Options& options, int pid, const Rank& rank, ReportInputs& inputs, std::string& error) {

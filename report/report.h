@@ -200,6 +200,11 @@ Emitted write_report(ReportData& data, const Options& options, const ReportInput
 // half-written file; never through a symbolic link. An existing `path` is an error unless `overwrite`. False with
 // `error` naming the path and the reason.
 bool write_file(const std::string& path, const std::string& content, bool overwrite, std::string& error);
+// write_file in steps, for a file written over time (report/recording_stream.h): a temporary file beside `path`
+// (its name in `tmp`; -1 and `error` on failure), everything of `content` written to it, then moved into place.
+int open_beside(const std::string& path, std::string& tmp, std::string& error);
+bool write_all(int fd, std::string_view content, const std::string& path, std::string& error);
+bool move_into_place(const std::string& tmp, const std::string& path, bool overwrite, std::string& error);
 
 // The checks of write_file that can be made before anything is written (see prepare_report).
 bool check_output_path(const std::string& path, bool overwrite, std::string& error);

@@ -2,6 +2,7 @@
 // it reports exactly what the whole log does, on every committed
 // recording at many horizons, and its size does not grow with the number of ordinary calls or repeated findings.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "analysis/streaming.h"
 #include "analysis/feed.h"
 #include "analysis/recording.h"
+#include "report/recording_stream.h"
 #include "report/report.h"
 
 namespace asynccheck {
@@ -239,6 +241,56 @@ TEST(AnalysisFeed, EveryRecordingDeliveredInRoundsReportsTheSame) {
   }
   EXPECT_GT(recordings, 5u);
   EXPECT_GT(dropped, 0u);  // it did compact, not merely agree by keeping everything
+}
+
+// The `save` recording while the analysis streams: every event the feed gives the analysis is written as the run
+// goes, the tables the events refer to before them, and the file reads back as the whole run: the same report at
+// the run's threshold and at another one (it is not a log of judgements).
+TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
+  size_t recordings = 0;
+  const fs::path dir = fs::temp_directory_path() / ("asynccheck-stream-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  for (const auto& [path, original] : committed_recordings()) {
+    if (compacted(original)) continue;
+    ++recordings;
+    const fs::path out = dir / path.filename();
+    report::RecordingStream stream;
+    std::string error;
+    size_t tables_asked = 0;
+    ASSERT_TRUE(stream.open(out.string(), true, original.api_names,
+                            [&](std::vector<Stack>& stacks, std::vector<NvtxRange>& ranges) {
+                              ++tables_asked;
+                              stacks = original.stacks;
+                              ranges = original.nvtx_ranges;
+                            },
+                            error))
+        << error;
+    AnalysisFeed feed(compact_options(original, 200 * kUs), original.run.env, 5);
+    feed.set_sink(&stream);
+    for (const Delivered& d : rounds_of(original, 4)) {
+      feed.add(d.calls, d.ops, original.marks, d.time, d.horizon);
+      const uint64_t horizon = std::min(d.horizon, feed.records_before(d.time, d.time));
+      while (feed.has_backlog()) feed.compact_chunk(horizon);
+    }
+    feed.finish({}, {}, {});
+    EXPECT_FALSE(fs::exists(out)) << "moved into place only when complete";
+    EventLog tail = original;
+    tail.calls.clear();
+    tail.ops.clear();
+    ASSERT_TRUE(stream.close(tail, error)) << error;
+    EXPECT_GT(tables_asked, 0u);
+    std::ifstream in(out);
+    EventLog reread;
+    ASSERT_TRUE(read_recording(in, reread, error)) << out << ": " << error;
+    EXPECT_FALSE(compacted(reread));
+    EXPECT_EQ(reread.calls.size(), original.calls.size()) << path;
+    EXPECT_EQ(json_of(reread), json_of(original)) << path;
+    EventLog lower = original, lower_reread = reread;
+    lower.run.threshold_ns = lower_reread.run.threshold_ns = 20 * kUs;
+    EXPECT_EQ(json_of(lower_reread), json_of(lower)) << path << " at 20 us";
+  }
+  fs::remove_all(dir);
+  EXPECT_GT(recordings, 5u);
 }
 
 TEST(AnalysisFeed, LongRunsKeepWhatShortOnesKeep) {

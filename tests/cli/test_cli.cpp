@@ -32,7 +32,7 @@ TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
     std::string message;
   } cases[] = {
       {{"--bogus=1"}, "unknown option '--bogus' (valid: error-exitcode, fail-on, read, threshold, cost_threshold, site_threshold, format, output, json, "
-                      "sarif, trace, log_file, save, suppressions, baseline, save_baseline, overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, "
+                      "sarif, trace, log_file, save, handoff, suppressions, baseline, save_baseline, overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, "
                       "summary, symbolize, activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help, library_frames)"},
       {{"--threshold=soon"}, "option 'threshold': 'soon' is not a duration (valid: a whole number with ns, us, ms or "
                              "s, e.g. 100us, 2ms; no unit means us)"},

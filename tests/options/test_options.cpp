@@ -84,7 +84,7 @@ TEST(Options, OrderOfFormatAndOutputDoesNotMatter) {
 // Every bad input, with the exact message: the user learns what is wrong and what would be valid.
 TEST(Options, BadInputMessagesArePinned) {
   const std::string names =
-      "threshold, cost_threshold, site_threshold, format, output, json, sarif, trace, log_file, save, suppressions, baseline, save_baseline, "
+      "threshold, cost_threshold, site_threshold, format, output, json, sarif, trace, log_file, save, handoff, suppressions, baseline, save_baseline, "
       "overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, summary, symbolize, activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help, library_frames";
   const struct {
     const char* text;

@@ -34,9 +34,15 @@ std::string child_options(const Options& o, const std::string& recording) {
     << ":device_buffer_kb=" << o.device_buffer_kb
     << ":signal_timeout=" << o.signal_timeout << ":compact=" << (o.compact && files.trace.empty())
     << ":compact_round=" << o.compact_round << ":compact_backlog=" << o.compact_backlog
-    << ":flush_period=" << o.flush_period << "ns" << ":stats=" << o.stats << ":summary=0:symbolize=0:handoff=" << recording;
-  // The events themselves, written by the program's process as it runs (the command reports from the hand-off).
-  if (!o.save.empty()) s << ":save=" << o.save << ":overwrite=" << o.overwrite;
+    << ":flush_period=" << o.flush_period << "ns" << ":stats=" << o.stats << ":summary=0:handoff=" << recording;
+  // The events themselves, written by the program's process as it runs (the command reports from the hand-off),
+  // with their call sites resolved there, while the binaries are on disk, so that the recording replays anywhere.
+  // Without one, the command resolves the sites.
+  if (!o.save.empty()) {
+    s << ":save=" << o.save << ":overwrite=" << o.overwrite << ":symbolize=" << o.symbolize;
+  } else {
+    s << ":symbolize=0";
+  }
   return s.str();
 }
 

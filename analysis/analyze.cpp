@@ -19,7 +19,7 @@ using rules::StreamKind;
 namespace {
 
 // Special stream handles and flags: analysis/events.h.
-constexpr uint32_t kBlockingSyncFlag = 0x1;   // cudaEventBlockingSync == CU_EVENT_BLOCKING_SYNC
+constexpr uint32_t kBlockingSyncFlag = 0x1;  // cudaEventBlockingSync == CU_EVENT_BLOCKING_SYNC
 
 bool is_own(const GpuOp& op, const ApiCall& c) {
   return op.correlation_id == c.correlation_id ||
@@ -42,10 +42,10 @@ struct Analyzer::Index {
     std::stable_sort(ops_by_end.begin(), ops_by_end.end(),
                      [&](size_t a, size_t b) { return log.ops[a].end_ns < log.ops[b].end_ns; });
   }
-  CorrelationIndex corr;             // ops_of: work ops only (not sync records)
-  StreamIndex streams;               // per stream, what ended before an op started
-  std::vector<size_t> ops_by_end;    // work ops sorted by end
-  std::vector<uint64_t> enqueue_ns;  // per op: when its call returned (0 unknown)
+  CorrelationIndex corr;                   // ops_of: work ops only (not sync records)
+  StreamIndex streams;                     // per stream, what ended before an op started
+  std::vector<size_t> ops_by_end;          // work ops sorted by end
+  std::vector<uint64_t> enqueue_ns;        // per op: when its call returned (0 unknown)
   std::vector<StreamKind> op_stream_kind;  // per op: its call's stream kind, once that call is described
 };
 
@@ -103,8 +103,8 @@ class Judge {
   struct Scope {
     WaitScope kind = WaitScope::Device;
     const StreamAnchor* anchor = nullptr;  // whose stream it is: the call's own, or the last record of its event
-    uint64_t enqueued_by = 0;   // work enqueued after this (the anchor's call returned later) is not waited for
-    bool own_kernels = false;   // its own kernels are awaited too (CUDA_LAUNCH_BLOCKING=1)
+    uint64_t enqueued_by = 0;  // work enqueued after this (the anchor's call returned later) is not waited for
+    bool own_kernels = false;  // its own kernels are awaited too (CUDA_LAUNCH_BLOCKING=1)
   };
 
   Scope scope_of(size_t ci) const {
@@ -126,7 +126,7 @@ class Judge {
           s.kind = WaitScope::Stream;
           s.own_kernels = true;
         }
-        break;  // a first launch: loading a module may synchronize the whole context
+        break;                    // a first launch: loading a module may synchronize the whole context
       case ApiKind::GraphLaunch:  // a pageable memcpy node: it waits for its stream, up to that node
         if (p.may_hold_host()) s.kind = WaitScope::Stream;
         break;
@@ -243,10 +243,12 @@ class Judge {
     int64_t best = -1;
     for (size_t oi : idx_->corr.ops_of(ci)) {
       const GpuOp& op = log_.ops[oi];
-      if (op.start_ns == 0 || op.end_ns <= c.start_ns || op.start_ns >= c.end_ns || !in_scope(ci, s, oi, false)) continue;
+      if (op.start_ns == 0 || op.end_ns <= c.start_ns || op.start_ns >= c.end_ns || !in_scope(ci, s, oi, false))
+        continue;
       // A call no rule says does its transfer before returning waited for it only if it ended by the return.
       if (!does_own_transfer && op.end_ns > c.end_ns + opt_.gpu_gap_ns) continue;
-      if (best < 0 || effective_end(op) > effective_end(log_.ops[static_cast<size_t>(best)])) best = static_cast<int64_t>(oi);
+      if (best < 0 || effective_end(op) > effective_end(log_.ops[static_cast<size_t>(best)]))
+        best = static_cast<int64_t>(oi);
     }
     // Else the last work in its scope to end while it held the host, enqueued before it began.
     const uint64_t hi = c.end_ns + opt_.gpu_gap_ns;
@@ -343,7 +345,8 @@ class Judge {
         f.verdict = Verdict::DocumentedObserved;
         f.rule = p.host_rule;
       } else if (c.call.api == ApiKind::KernelLaunch && mark_within(MarkKind::ModuleLoaded, c)) {
-        f.verdict = Verdict::DocumentedObserved;  // lazy loading of a function we had seen launched through another path
+        f.verdict =
+            Verdict::DocumentedObserved;  // lazy loading of a function we had seen launched through another path
         f.rule = rules::RuleId::FirstLaunchLazyLoading;
       } else {
         f.verdict = Verdict::ObservedUndocumented;
@@ -415,7 +418,8 @@ class Judge {
     // Delay out: work in other blocking streams, enqueued before the legacy op ended, started only when it ended.
     for (size_t oi = 0; oi < log_.ops.size(); ++oi) {
       const GpuOp& y = log_.ops[oi];
-      if (y.kind == GpuOpKind::Sync || y.stream_id == legacy.stream_id || !blocking_kind(idx_->op_stream_kind[oi])) continue;
+      if (y.kind == GpuOpKind::Sync || y.stream_id == legacy.stream_id || !blocking_kind(idx_->op_stream_kind[oi]))
+        continue;
       if (idx_->enqueue_ns[oi] == 0 || idx_->enqueue_ns[oi] >= legacy.end_ns) continue;
       if (y.start_ns < legacy.end_ns || y.start_ns > legacy.end_ns + opt_.gpu_gap_ns) continue;
       const uint64_t out = held_back(oi);
@@ -440,8 +444,8 @@ class Judge {
   Analysis& counts_;
   std::vector<Finding>& findings_;
   const Analyzer::Index* idx_ = nullptr;
-  std::vector<Mark> marks_;                       // log_.marks by time
-  std::unordered_map<size_t, int64_t> running_;   // per judged call: find_running_work()
+  std::vector<Mark> marks_;                      // log_.marks by time
+  std::unordered_map<size_t, int64_t> running_;  // per judged call: find_running_work()
 };
 
 }  // namespace
@@ -467,7 +471,8 @@ void Analyzer::step(const EventLog& log, uint64_t describe_before, uint64_t judg
   for (size_t i = from; i < described_; ++i) calls_[i].predicted = rules::predict(calls_[i].described);
   for (size_t i = 0; i < log.ops.size(); ++i) {  // the stream kinds of ops, now that their calls are described
     const int64_t c = idx.corr.producer(i);
-    if (c >= 0 && static_cast<size_t>(c) < described_) idx.op_stream_kind[i] = calls_[static_cast<size_t>(c)].described.stream;
+    if (c >= 0 && static_cast<size_t>(c) < described_)
+      idx.op_stream_kind[i] = calls_[static_cast<size_t>(c)].described.stream;
   }
   // A legacy-stream command's delay out is read from blocking-stream work that started when its own work ended:
   // it waits for the records of work enqueued before then (the earliest call still waiting for its record).
@@ -481,9 +486,11 @@ void Analyzer::step(const EventLog& log, uint64_t describe_before, uint64_t judg
     }
   }
   // And for the calls that enqueued the work around its own described (their stream kinds).
-  const uint64_t frontier = described_ < log.calls.size() ? std::min(describe_before, log.calls[described_].start_ns) : describe_before;
+  const uint64_t frontier =
+      described_ < log.calls.size() ? std::min(describe_before, log.calls[described_].start_ns) : describe_before;
   auto settled = [&](size_t i) {
-    if (calls_[i].predicted.gpu != rules::GpuEffect::SerializesWithBlockingStreams || judge_before == UINT64_MAX) return true;
+    if (calls_[i].predicted.gpu != rules::GpuEffect::SerializesWithBlockingStreams || judge_before == UINT64_MAX)
+      return true;
     const int64_t own = first_work_op(idx.corr.ops_of(i), log.ops);
     if (own < 0) return true;  // no work: not observed, whatever comes
     const uint64_t end = log.ops[static_cast<size_t>(own)].end_ns;
@@ -509,7 +516,8 @@ bool Analyzer::awaits_record(size_t ci, uint64_t now_ns, const Index& idx) const
   if (!expects_work_record(c) || now_ns == UINT64_MAX || now_ns >= c.end_ns + kRecordOverdueNs) return false;
   if (!idx.corr.ops_of(ci).empty()) return gets_several_records(c) && !drained_after(ci, now_ns, idx);
   rules::CallDescription d = c.call;
-  if (rules::traits(d.api).takes_stream || rules::uses_implicit_default_stream(d)) d.stream = stream_kind_of(c, state_.streams);
+  if (rules::traits(d.api).takes_stream || rules::uses_implicit_default_stream(d))
+    d.stream = stream_kind_of(c, state_.streams);
   return !state_.capture.captures(c, d);
 }
 
@@ -557,7 +565,8 @@ void Analyzer::describe(size_t ci, const Index& idx) {
   CallState& s = calls_[ci];
   rules::CallDescription d = c.call;
   d.env = env_;
-  if (rules::traits(d.api).takes_stream || rules::uses_implicit_default_stream(d)) d.stream = stream_kind_of(c, state_.streams);
+  if (rules::traits(d.api).takes_stream || rules::uses_implicit_default_stream(d))
+    d.stream = stream_kind_of(c, state_.streams);
   d.captured = false;  // ours to decide, from the capture calls before it
   state_.capture.observe(c, d);
   // The CUPTI stream its stream argument names: its own work's, or else that of the latest earlier call on the same
@@ -565,8 +574,9 @@ void Analyzer::describe(size_t ci, const Index& idx) {
   // enqueues nothing of its own; unknown when no work on that stream was seen before it.
   const int64_t first = first_work_op(idx.corr.ops_of(ci), log.ops);
   s.own_stream = first < 0 ? UINT32_MAX : log.ops[static_cast<size_t>(first)].stream_id;
-  const auto key = std::make_tuple(d.stream, d.stream == StreamKind::LegacyDefault || d.stream == StreamKind::PerThreadDefault ? 0 : c.stream,
-                                   d.stream == StreamKind::PerThreadDefault ? c.thread : 0u);
+  const auto key = std::make_tuple(
+      d.stream, d.stream == StreamKind::LegacyDefault || d.stream == StreamKind::PerThreadDefault ? 0 : c.stream,
+      d.stream == StreamKind::PerThreadDefault ? c.thread : 0u);
   uint32_t anchor_stream = UINT32_MAX;
   if (s.own_stream != UINT32_MAX) {
     state_.seen[key] = s.own_stream;
@@ -608,9 +618,10 @@ void Analyzer::describe(size_t ci, const Index& idx) {
     case ApiKind::GraphLaunch:
       for (size_t oi : idx.corr.ops_of(ci)) {
         const GpuOp& op = log.ops[oi];
-        d.pageable_copy_node = d.pageable_copy_node || (op.kind == GpuOpKind::Memcpy &&
-                                (memory_kind_from_activity(op.src_kind) == MemoryKind::Pageable ||
-                                 memory_kind_from_activity(op.dst_kind) == MemoryKind::Pageable));
+        d.pageable_copy_node =
+            d.pageable_copy_node ||
+            (op.kind == GpuOpKind::Memcpy && (memory_kind_from_activity(op.src_kind) == MemoryKind::Pageable ||
+                                              memory_kind_from_activity(op.dst_kind) == MemoryKind::Pageable));
       }
       break;
     case ApiKind::Copy:
@@ -654,7 +665,7 @@ void Analyzer::mark_pending_blocking_work(size_t from, size_t to, const Index& i
   for (size_t i = 0; i < log.ops.size(); ++i) {
     if (log.ops[i].kind == GpuOpKind::Sync || idx.enqueue_ns[i] == 0) continue;
     const auto c = static_cast<size_t>(idx.corr.producer(i));  // enqueue_ns != 0: it has one
-    if (c >= to) continue;  // enqueued after every call described here began
+    if (c >= to) continue;                                     // enqueued after every call described here began
     const rules::CallDescription& d = calls_[c].described;
     if (blocking_kind(d.stream) && rules::traits(d.api).takes_stream) blocking_ops.push_back(i);
   }
@@ -662,7 +673,8 @@ void Analyzer::mark_pending_blocking_work(size_t from, size_t to, const Index& i
             [&](size_t a, size_t b) { return idx.enqueue_ns[a] < idx.enqueue_ns[b]; });
   std::vector<size_t> order;
   for (size_t i = from; i < to; ++i) order.push_back(i);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return log.calls[a].start_ns < log.calls[b].start_ns; });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return log.calls[a].start_ns < log.calls[b].start_ns; });
   std::unordered_map<uint32_t, uint64_t> latest_end;  // per blocking stream: the latest end enqueued so far
   size_t next = 0;
   for (size_t ci : order) {
@@ -761,9 +773,11 @@ rules::MemoryKind memory_kind_from_activity(uint8_t k) {
   switch (k) {
     case 1: return MemoryKind::Pageable;
     case 2: return MemoryKind::Pinned;
-    case 3: case 6: return MemoryKind::Device;
+    case 3:
+    case 6: return MemoryKind::Device;
     case 4: return MemoryKind::Array;
-    case 5: case 7: return MemoryKind::Managed;
+    case 5:
+    case 7: return MemoryKind::Managed;
     default: return MemoryKind::Unknown;
   }
 }

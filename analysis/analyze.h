@@ -35,16 +35,16 @@ struct AnalysisOptions {
 };
 
 struct Analysis {
-  std::vector<rules::CallDescription> described;  // per call: the description completed with stream kinds etc.
-  std::vector<rules::Prediction> predicted;       // per call
-  std::vector<Finding> findings;                  // what is reported, in call order
-  std::map<rules::RuleId, uint64_t> not_observed; // documented-but-not-observed, per rule: predicted, did not happen
-  uint64_t context_creation_ns = 0;               // host time spent creating contexts inside calls
+  std::vector<rules::CallDescription> described;   // per call: the description completed with stream kinds etc.
+  std::vector<rules::Prediction> predicted;        // per call
+  std::vector<Finding> findings;                   // what is reported, in call order
+  std::map<rules::RuleId, uint64_t> not_observed;  // documented-but-not-observed, per rule: predicted, did not happen
+  uint64_t context_creation_ns = 0;                // host time spent creating contexts inside calls
   uint64_t calls_watched = 0;
   // Calls recorded into a graph by stream capture (CallDescription::captured): counted, never judged. Calls that a
   // capture refused (is_capture_error in graph_capture.h) did nothing and are neither judged nor counted here.
   uint64_t captured_calls = 0;
-  uint64_t kind_disagreements = 0;                // activity records contradicted our memory-kind registry
+  uint64_t kind_disagreements = 0;  // activity records contradicted our memory-kind registry
 };
 
 // The analysis of a whole log in one step: the streaming analysis (streaming.h) given every event at once, each

@@ -24,8 +24,8 @@ struct StreamAnchor {
   uint32_t stream_id = UINT32_MAX;  // CUPTI stream: of its own work, or of earlier work on its handle; or unknown
   rules::StreamKind kind = rules::StreamKind::Unknown;
   uint32_t thread = 0;
-  uint64_t stream = 0;   // the handle as passed
-  uint64_t end_ns = 0;   // when the call returned: work enqueued later is not in its scope
+  uint64_t stream = 0;  // the handle as passed
+  uint64_t end_ns = 0;  // when the call returned: work enqueued later is not in its scope
 };
 
 // What the analysis knows of one call of the window once it is described.
@@ -34,9 +34,9 @@ struct CallState {
   rules::Prediction predicted;
   uint32_t own_stream = UINT32_MAX;  // the CUPTI stream of its first work op
   StreamAnchor self;
-  bool event_anchored = false;       // an event synchronize whose event was recorded: `anchor` is that record
+  bool event_anchored = false;  // an event synchronize whose event was recorded: `anchor` is that record
   StreamAnchor anchor;
-  std::string note;                  // the activity record's memory kinds disagreed with the registry
+  std::string note;  // the activity record's memory kinds disagreed with the registry
   bool is_described = false, judged = false;
 };
 
@@ -57,7 +57,7 @@ class Analyzer {
   size_t described() const { return described_; }
   Analysis& counts() { return counts_; }  // every count of Analysis; never its per-call vectors or findings
 
- // Built over the window at each step (analyze.cpp).
+  // Built over the window at each step (analyze.cpp).
   struct Index;
 
  private:

@@ -88,7 +88,8 @@ void AwaitedRecords::add_records(const std::vector<GpuOp>& ops) {
     }
     // Work a known call enqueued, in a stream where a call of several records is awaited: it may show that call's
     // work had ended (before()). Noted before the call is forgotten, with when that call started.
-    if (op.start_ns != 0 && several_.contains(op.stream_id)) after_[op.stream_id].emplace_back(op.end_ns, it->second.start_ns);
+    if (op.start_ns != 0 && several_.contains(op.stream_id))
+      after_[op.stream_id].emplace_back(op.end_ns, it->second.start_ns);
     if (it->second.several) {
       record(key, it->second, op.stream_id, op.start_ns);
     } else {

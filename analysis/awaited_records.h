@@ -68,8 +68,8 @@ class AwaitedRecords {
   struct Awaited {
     uint64_t start_ns = 0, end_ns = 0;
     uint64_t driver_id = 0;
-    bool several = false;     // gets_several_records
-    uint32_t stream = 0;      // several, with a timed record: the stream of its work that started first
+    bool several = false;  // gets_several_records
+    uint32_t stream = 0;   // several, with a timed record: the stream of its work that started first
     uint64_t first_start_ns = UINT64_MAX;
   };
   struct Early {
@@ -81,7 +81,7 @@ class AwaitedRecords {
   void forget(uint64_t key);
   void unlist(uint64_t key, uint32_t stream);  // from several_
 
-  std::unordered_map<uint64_t, Awaited> calls_;   // by the call's correlation id
+  std::unordered_map<uint64_t, Awaited> calls_;    // by the call's correlation id
   std::unordered_map<uint64_t, uint64_t> driver_;  // nested driver call's id -> the call's correlation id
   std::unordered_map<uint64_t, Early> early_;      // records no awaited call claimed yet, by correlation id
   // Calls of several records with a timed one, per stream; for those streams only, the records of awaited calls

@@ -9,7 +9,8 @@ CorrelationIndex::CorrelationIndex(const std::vector<ApiCall>& calls, const std:
   by_id_.reserve(calls.size() * 2);
   for (size_t i = 0; i < calls.size(); ++i) {
     by_id_.emplace_back(calls[i].correlation_id, static_cast<uint32_t>(i));
-    if (calls[i].driver_correlation_id != 0) by_id_.emplace_back(calls[i].driver_correlation_id, static_cast<uint32_t>(i));
+    if (calls[i].driver_correlation_id != 0)
+      by_id_.emplace_back(calls[i].driver_correlation_id, static_cast<uint32_t>(i));
   }
   std::sort(by_id_.begin(), by_id_.end());
   producer_.resize(ops.size(), kNone);

@@ -33,9 +33,9 @@ class CorrelationIndex {
 
  private:
   std::vector<std::pair<uint64_t, uint32_t>> by_id_;  // (correlation id, call), sorted by id then call
-  std::vector<int64_t> producer_;                      // per op
-  std::vector<uint32_t> first_op_;                     // per call, into op_list_; one more at the end
-  std::vector<uint32_t> op_list_;                      // op indices grouped by call
+  std::vector<int64_t> producer_;                     // per op
+  std::vector<uint32_t> first_op_;                    // per call, into op_list_; one more at the end
+  std::vector<uint32_t> op_list_;                     // op indices grouped by call
 };
 
 // A call's first work op, the one its stream and its legacy-stream judgement read (analyze.cpp): the earliest to

@@ -18,19 +18,19 @@ enum class Domain : uint8_t { Runtime, Driver };
 
 // Stream handles and creation flags with a meaning of their own, as ApiCall records them (the runtime and the
 // driver API define the same values).
-using rules::kStreamLegacyHandle;     // cudaStreamLegacy == CU_STREAM_LEGACY
-using rules::kStreamPerThreadHandle;  // cudaStreamPerThread == CU_STREAM_PER_THREAD
+using rules::kStreamLegacyHandle;                        // cudaStreamLegacy == CU_STREAM_LEGACY
+using rules::kStreamPerThreadHandle;                     // cudaStreamPerThread == CU_STREAM_PER_THREAD
 inline constexpr uint32_t kStreamNonBlockingFlag = 0x1;  // cudaStreamNonBlocking == CU_STREAM_NON_BLOCKING
 
 // One watched API call, as seen by the CUPTI callbacks on the calling thread.
 struct ApiCall {
-  uint64_t correlation_id = 0;  // CUPTI correlation id; activity records of the work it enqueued carry it too
+  uint64_t correlation_id = 0;         // CUPTI correlation id; activity records of the work it enqueued carry it too
   uint64_t driver_correlation_id = 0;  // runtime calls: the nested driver call's id (records may carry that one)
-  uint64_t start_ns = 0;        // CUPTI timebase (cuptiGetTimestamp), at API entry
-  uint64_t end_ns = 0;          // at API exit
-  uint32_t thread = 0;          // dense thread number, in order of first watched call (0 = main thread first)
-  uint32_t cbid = 0;            // CUPTI callback id within the domain
-  uint16_t name = 0;            // index into EventLog::api_names ("cudaMemcpyAsync")
+  uint64_t start_ns = 0;               // CUPTI timebase (cuptiGetTimestamp), at API entry
+  uint64_t end_ns = 0;                 // at API exit
+  uint32_t thread = 0;                 // dense thread number, in order of first watched call (0 = main thread first)
+  uint32_t cbid = 0;                   // CUPTI callback id within the domain
+  uint16_t name = 0;                   // index into EventLog::api_names ("cudaMemcpyAsync")
   Domain domain = Domain::Runtime;
   rules::CallDescription call;  // what the rule engine needs (stream kind etc. are completed by the analysis)
   uint64_t stream = 0;          // stream handle as passed (0 = default stream)
@@ -67,11 +67,11 @@ struct GpuOp {
   uint32_t context = 0;
   uint32_t stream_id = 0;  // CUPTI stream id (not the handle); all ops of one stream share it
   uint64_t bytes = 0;
-  uint8_t copy_kind = 0;   // CUpti_ActivityMemcpyKind
-  uint8_t src_kind = 0;    // CUpti_ActivityMemoryKind as reported by the driver (the truth about pinning)
+  uint8_t copy_kind = 0;  // CUpti_ActivityMemcpyKind
+  uint8_t src_kind = 0;   // CUpti_ActivityMemoryKind as reported by the driver (the truth about pinning)
   uint8_t dst_kind = 0;
-  uint8_t sync_type = 0;   // CUpti_ActivitySynchronizationType for Sync ops
-  std::string name;        // kernel name (mangled), empty for others
+  uint8_t sync_type = 0;  // CUpti_ActivitySynchronizationType for Sync ops
+  std::string name;       // kernel name (mangled), empty for others
 };
 
 // The order of a log's calls: by start, then by correlation id (CUPTI numbers calls as they are made). Calls of two
@@ -137,21 +137,21 @@ struct RunInfo {
   std::string program;
   std::vector<std::string> args;
   int pid = 0;
-  int64_t rank = -1;         // rank in an MPI or Slurm job (options.h: kRankVariables); -1 outside one
-  std::string rank_variable; // the environment variable the rank came from ("OMPI_COMM_WORLD_RANK")
-  std::string gpu;           // device name
-  std::string driver;        // driver version, e.g. "13000"
-  std::string cuda_runtime;  // runtime version the program uses, if known
+  int64_t rank = -1;              // rank in an MPI or Slurm job (options.h: kRankVariables); -1 outside one
+  std::string rank_variable;      // the environment variable the rank came from ("OMPI_COMM_WORLD_RANK")
+  std::string gpu;                // device name
+  std::string driver;             // driver version, e.g. "13000"
+  std::string cuda_runtime;       // runtime version the program uses, if known
   std::string monitoring = "on";  // "on", or "off: <reason>" when we failed open
   uint64_t dropped_records = 0;   // activity records CUPTI dropped
   // Calls counted but not analyzed: the analysis fell behind the program and its backlog reached the
   // compact_backlog option, so ordinary calls (no stack captured: fast, no rule predicts they block) were shed
   // (analysis/feed.h). They cannot be findings themselves; other calls' evidence may lack them.
   uint64_t unanalyzed_calls = 0;
-  uint64_t threshold_ns = 0;      // the waited-time threshold in effect (AnalysisOptions::threshold_ns)
+  uint64_t threshold_ns = 0;               // the waited-time threshold in effect (AnalysisOptions::threshold_ns)
   uint64_t cost_threshold_ns = 1'000'000;  // the own-cost threshold in effect (AnalysisOptions::cost_threshold_ns)
   rules::Environment env;
-  bool complete = true;           // false when the run ended before we could flush everything
+  bool complete = true;  // false when the run ended before we could flush everything
   // How the program ended: "exit" (returned from main or called exit), "signal SIGTERM" (any fatal signal),
   // "_exit", "_Exit" or "quick_exit". Anything but "exit" leaves the report incomplete (docs/robustness.md).
   std::string end = "exit";
@@ -184,29 +184,31 @@ struct CarriedSite {
 // What a run analyzed as it went (streaming.h) let go of, so that its report is that of the whole run. All zero for
 // a log that kept every event (the capture with a trace, or compact=0).
 struct Carried {
-  uint64_t calls = 0;  // calls dropped (counted in calls_watched)
-  uint64_t ops = 0;    // GPU operations dropped (counted in the report's gpu_operations)
+  uint64_t calls = 0;                              // calls dropped (counted in calls_watched)
+  uint64_t ops = 0;                                // GPU operations dropped (counted in the report's gpu_operations)
   std::map<rules::RuleId, uint64_t> not_observed;  // contributions of calls no longer judged (dropped or context_only)
   uint64_t context_creation_ns = 0;
   uint64_t kind_disagreements = 0;
   uint64_t captured_calls = 0;        // dropped calls that stream capture had recorded into a graph
   std::vector<CarriedSite> findings;  // one per key
-  bool empty() const { return calls == 0 && ops == 0 && not_observed.empty() && context_creation_ns == 0 &&
-                              kind_disagreements == 0 && captured_calls == 0 && findings.empty(); }
+  bool empty() const {
+    return calls == 0 && ops == 0 && not_observed.empty() && context_creation_ns == 0 && kind_disagreements == 0 &&
+           captured_calls == 0 && findings.empty();
+  }
 };
 
 // Everything one run produced: what a recording holds and what the analysis reads.
 struct EventLog {
   RunInfo run;
   std::vector<std::string> api_names;  // ApiCall::name indexes this
-  std::vector<ApiCall> calls;  // in order of API entry
+  std::vector<ApiCall> calls;          // in order of API entry
   std::vector<GpuOp> ops;
   std::vector<Mark> marks;
   std::vector<Module> modules;
-  std::vector<Stack> stacks;   // stack id N is stacks[N - 1]
-  std::vector<Symbol> symbols; // resolved frames, so a recording replays with its call sites anywhere
+  std::vector<Stack> stacks;           // stack id N is stacks[N - 1]
+  std::vector<Symbol> symbols;         // resolved frames, so a recording replays with its call sites anywhere
   std::vector<NvtxRange> nvtx_ranges;  // ApiCall::nvtx_range N is nvtx_ranges[N - 1]
-  Carried carried;             // what was folded away: counts and sites of the findings not kept as calls
+  Carried carried;                     // what was folded away: counts and sites of the findings not kept as calls
   // A run analyzed as it went (streaming.h): `calls` are the calls whose findings were kept (each site's first ones),
   // `findings` those judgements (indices into calls and ops), `carried` the rest. Such a log is not judged again:
   // analyze() reads its findings; it reports only at the thresholds it was analyzed with.

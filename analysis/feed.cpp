@@ -38,7 +38,8 @@ bool untimed_op(const GpuOp& op) { return op.kind != GpuOpKind::Sync && op.start
 
 }  // namespace
 
-AnalysisFeed::AnalysisFeed(const StreamingOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog)
+AnalysisFeed::AnalysisFeed(const StreamingOptions& options, const rules::Environment& env, size_t chunk_calls,
+                           size_t max_backlog)
     : options_(options),
       chunk_calls_(std::max<size_t>(1, chunk_calls)),
       analysis_(options, env),
@@ -124,8 +125,7 @@ void AnalysisFeed::shed() {
   }
   count_shed(shed_oldest(max_backlog_ / 2, [&](const ApiCall& c) {
     // A launch's function is remembered either way: the first launch of one stays and makes the next sheddable.
-    const bool launched_before =
-        c.call.api == rules::ApiKind::KernelLaunch && !launched_.insert(c.function).second;
+    const bool launched_before = c.call.api == rules::ApiKind::KernelLaunch && !launched_.insert(c.function).second;
     return sheddable(c, launched_before, options_.analysis.threshold_ns);
   }));
   if (backlog_calls_.size() > max_backlog_) shed_hard();
@@ -141,7 +141,8 @@ void AnalysisFeed::shed() {
 void AnalysisFeed::drop_orphan_work() {
   std::vector<uint64_t> ids;
   ids.reserve(2 * (analysis_.window().calls.size() + backlog_calls_.size()));
-  for (const std::vector<ApiCall>* calls : {&analysis_.window().calls, static_cast<const std::vector<ApiCall>*>(&backlog_calls_)}) {
+  for (const std::vector<ApiCall>* calls :
+       {&analysis_.window().calls, static_cast<const std::vector<ApiCall>*>(&backlog_calls_)}) {
     for (const ApiCall& c : *calls) {
       ids.push_back(c.correlation_id);
       if (c.driver_correlation_id != 0) ids.push_back(c.driver_correlation_id);
@@ -167,8 +168,8 @@ void AnalysisFeed::drop_orphan_work() {
 // the orphans (drop_orphan_work). What stays is every call that held the host or may block (those have stacks) and
 // every call later descriptions read; what is lost is evidence about the shed part's work.
 void AnalysisFeed::shed_hard() {
-  count_shed(
-      shed_oldest(max_backlog_ / 2, [&](const ApiCall& c) { return sheddable_hard(c, options_.analysis.threshold_ns); }));
+  count_shed(shed_oldest(max_backlog_ / 2,
+                         [&](const ApiCall& c) { return sheddable_hard(c, options_.analysis.threshold_ns); }));
 }
 
 // Bounded memory whatever the program does (many threads flooding us with legacy-stream launches, or calls that
@@ -178,8 +179,8 @@ void AnalysisFeed::lose() {
   count_shed(lost, /*lost=*/lost);
 }
 
-void AnalysisFeed::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,
-                    uint64_t calls_before_ns) {
+void AnalysisFeed::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks,
+                       uint64_t delivered_ns, uint64_t calls_before_ns) {
   ++stats_.rounds;
   calls_before_ns_ = std::max(calls_before_ns_, calls_before_ns);
   awaited_.add_calls(calls);
@@ -268,7 +269,8 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   stats_.peak_window_calls = std::max(stats_.peak_window_calls, stats_.kept_calls);
 }
 
-StreamingAnalysis::Result AnalysisFeed::finish(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks) {
+StreamingAnalysis::Result AnalysisFeed::finish(std::vector<ApiCall> calls, std::vector<GpuOp> ops,
+                                               std::vector<Mark> marks) {
   merge_into(backlog_calls_, std::move(calls), by_start_call);
   merge_into(backlog_ops_, std::move(ops), by_start_op);
   analysis_.set_marks(std::move(marks));

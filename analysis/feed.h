@@ -21,8 +21,8 @@ namespace asynccheck {
 // how far the threads got ahead of them, and what was kept at the end.
 struct FeedStats {
   uint64_t rounds = 0, chunks = 0;
-  uint64_t largest_chunk = 0;         // calls
-  uint64_t peak_backlog = 0;          // calls taken from the threads and waiting for a chunk, at most
+  uint64_t largest_chunk = 0;  // calls
+  uint64_t peak_backlog = 0;   // calls taken from the threads and waiting for a chunk, at most
   uint64_t compact_ns = 0, longest_chunk_ns = 0;
   // The analysis' window after the last chunk (at the end: the calls and GPU work the report keeps), and the calls
   // judged so far.
@@ -103,7 +103,8 @@ class AnalysisFeed {
   // duration (hence how long the capture's finish() waits for one).
   // `max_backlog` (0 = none): when more calls than this wait, the oldest ordinary ones are shed (shed()); past
   // kLoseAtShares / 2 times it, the oldest calls of any kind (lose()).
-  AnalysisFeed(const StreamingOptions& options, const rules::Environment& env, size_t chunk_calls, size_t max_backlog = 0);
+  AnalysisFeed(const StreamingOptions& options, const rules::Environment& env, size_t chunk_calls,
+               size_t max_backlog = 0);
 
   // A round's batch: calls and ops in any order (sorted here), and every mark so far (they replace the previous).
   // `delivered_ns`: when the batch was taken (the activity flush before it); an op that ended before the previous
@@ -143,8 +144,8 @@ class AnalysisFeed {
  private:
   StreamingOptions options_;
   size_t chunk_calls_;
-  StreamingAnalysis analysis_;  // has everything that started before backlog_calls_' first call
-  bool complete_ = true;        // false once calls were lost (lose())
+  StreamingAnalysis analysis_;          // has everything that started before backlog_calls_' first call
+  bool complete_ = true;                // false once calls were lost (lose())
   std::vector<ApiCall> backlog_calls_;  // added, not yet compacted, sorted by start
   std::vector<GpuOp> backlog_ops_;
   // Bounded memory when the program makes calls faster than one thread can analyze them (many threads launching

@@ -37,9 +37,9 @@ enum class ReleasedBy : uint8_t {
 
 struct Evidence {
   ReleasedBy by = ReleasedBy::NothingOnGpu;
-  int64_t op = -1;          // index into EventLog::ops of the last awaited (or, GPU-side, delayed) work, -1 if none
-  int64_t gap_ns = 0;       // how long after that op ended the call returned (negative: before)
-  int64_t behind_op = -1;   // for own work: the op in the same stream it had to wait for, -1 if none
+  int64_t op = -1;         // index into EventLog::ops of the last awaited (or, GPU-side, delayed) work, -1 if none
+  int64_t gap_ns = 0;      // how long after that op ended the call returned (negative: before)
+  int64_t behind_op = -1;  // for own work: the op in the same stream it had to wait for, -1 if none
   // Work in the call's scope that was in flight when it began and still running when it returned: proof that it
   // did not wait for its scope (a rule said it may; it did not). -1 if none.
   int64_t running_op = -1;
@@ -47,8 +47,8 @@ struct Evidence {
 };
 
 struct Finding {
-  size_t call = 0;                                        // index into EventLog::calls
-  rules::RuleId rule = rules::RuleId::UndocumentedBlock;  // the rule reported
+  size_t call = 0;                                             // index into EventLog::calls
+  rules::RuleId rule = rules::RuleId::UndocumentedBlock;       // the rule reported
   rules::RuleId predicted = rules::RuleId::UndocumentedBlock;  // the engine's host prediction for the call
   rules::HostBehavior predicted_behavior = rules::HostBehavior::NotDocumented;  // and what it said the host does
   Verdict verdict = Verdict::DocumentedObserved;
@@ -61,7 +61,7 @@ struct Finding {
   // site_threshold), e.g. a synchronize every step of a loop.
   bool below_threshold = false;
   Evidence evidence;
-  std::string note;           // disagreements between our prediction and the activity records, etc.
+  std::string note;  // disagreements between our prediction and the activity records, etc.
 };
 
 }  // namespace asynccheck

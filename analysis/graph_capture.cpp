@@ -8,10 +8,9 @@ namespace {
 using rules::ApiKind;
 using rules::StreamKind;
 
-constexpr int32_t kCaptureWrongThread = 908;      // cudaErrorStreamCaptureWrongThread: the end was refused
+constexpr int32_t kCaptureWrongThread = 908;  // cudaErrorStreamCaptureWrongThread: the end was refused
 
 // Synchronizations and queries of a capturing stream are not recorded: the capture refuses those (is_capture_error).
-
 
 }  // namespace
 
@@ -25,13 +24,15 @@ CaptureTracker::Key CaptureTracker::key_of(const ApiCall& c, const rules::CallDe
 }
 
 void CaptureTracker::end(size_t capture) {
-  for (auto it = capturing_.begin(); it != capturing_.end();) it = it->second == capture ? capturing_.erase(it) : std::next(it);
+  for (auto it = capturing_.begin(); it != capturing_.end();)
+    it = it->second == capture ? capturing_.erase(it) : std::next(it);
   for (auto it = events_.begin(); it != events_.end();) it = it->second == capture ? events_.erase(it) : std::next(it);
   origin_.erase(capture);
 }
 
 bool CaptureTracker::captures(const ApiCall& c, const rules::CallDescription& d) const {
-  if (!rules::enqueues_stream_work(d.api) || d.api == ApiKind::CaptureBegin || d.api == ApiKind::CaptureEnd) return false;
+  if (!rules::enqueues_stream_work(d.api) || d.api == ApiKind::CaptureBegin || d.api == ApiKind::CaptureEnd)
+    return false;
   if (capturing_.count(key_of(c, d))) return true;
   return c.result == 0 && d.api == ApiKind::StreamWaitEvent && events_.count(c.handle);
 }

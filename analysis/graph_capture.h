@@ -39,8 +39,8 @@ class CaptureTracker {
   static Key key_of(const ApiCall& c, const rules::CallDescription& d);
   void end(size_t capture);
 
-  std::map<Key, size_t> capturing_;             // stream -> the capture it belongs to
-  std::map<size_t, Key> origin_;                // active capture -> the stream it began on
+  std::map<Key, size_t> capturing_;              // stream -> the capture it belongs to
+  std::map<size_t, Key> origin_;                 // active capture -> the stream it began on
   std::unordered_map<uint64_t, size_t> events_;  // event -> the capture it was last recorded in
   size_t next_ = 0;
 };

@@ -95,15 +95,42 @@ constexpr Names<MarkKind, 3> kMarkKinds{{
 
 template <typename Enum>
 constexpr const auto& table();
-template <> constexpr const auto& table<ApiKind>() { return kApiKinds; }
-template <> constexpr const auto& table<CopyDirection>() { return kDirections; }
-template <> constexpr const auto& table<MemoryKind>() { return kMemoryKinds; }
-template <> constexpr const auto& table<StreamKind>() { return kStreamKinds; }
-template <> constexpr const auto& table<WaitMode>() { return kWaitModes; }
-template <> constexpr const auto& table<ModuleLoading>() { return kModuleLoading; }
-template <> constexpr const auto& table<Domain>() { return kDomains; }
-template <> constexpr const auto& table<GpuOpKind>() { return kOpKinds; }
-template <> constexpr const auto& table<MarkKind>() { return kMarkKinds; }
+template <>
+constexpr const auto& table<ApiKind>() {
+  return kApiKinds;
+}
+template <>
+constexpr const auto& table<CopyDirection>() {
+  return kDirections;
+}
+template <>
+constexpr const auto& table<MemoryKind>() {
+  return kMemoryKinds;
+}
+template <>
+constexpr const auto& table<StreamKind>() {
+  return kStreamKinds;
+}
+template <>
+constexpr const auto& table<WaitMode>() {
+  return kWaitModes;
+}
+template <>
+constexpr const auto& table<ModuleLoading>() {
+  return kModuleLoading;
+}
+template <>
+constexpr const auto& table<Domain>() {
+  return kDomains;
+}
+template <>
+constexpr const auto& table<GpuOpKind>() {
+  return kOpKinds;
+}
+template <>
+constexpr const auto& table<MarkKind>() {
+  return kMarkKinds;
+}
 
 template <typename Enum>
 std::string_view lookup(Enum v) {

@@ -75,7 +75,8 @@ class Fields {
   std::string text(std::string_view field) {
     std::string_view t = next(field);
     std::string out;
-    if (ok_ && !percent_decode(t, out)) fail("field '" + std::string(field) + "': bad percent-encoding in '" + std::string(t) + "'");
+    if (ok_ && !percent_decode(t, out))
+      fail("field '" + std::string(field) + "': bad percent-encoding in '" + std::string(t) + "'");
     return out;
   }
   bool ok() const { return ok_; }
@@ -99,7 +100,8 @@ class Fields {
 };
 
 constexpr std::string_view kCallShape =
-    "call corr driver_corr start end thread domain cbid name api async ptds dir bytes src dst stream_kind pending first "
+    "call corr driver_corr start end thread domain cbid name api async ptds dir bytes src dst stream_kind pending "
+    "first "
     "stream_ordered wait stream src_ptr dst_ptr function handle flags stack result [nvtx]";
 constexpr size_t kCallTokens = 29;  // without the optional nvtx field
 constexpr std::string_view kOpShape =
@@ -108,13 +110,13 @@ constexpr std::string_view kOpShape =
 void write_call(std::ostream& o, const ApiCall& c) {
   const rules::CallDescription& d = c.call;
   // A call that earlier versions' compaction kept as context only is a `ctxcall`: same fields, not judged.
-  o << (c.context_only ? "ctxcall " : "call ") << c.correlation_id << ' ' << c.driver_correlation_id << ' ' << c.start_ns << ' ' << c.end_ns << ' ' << c.thread << ' '
-    << name_of(c.domain) << ' ' << c.cbid << ' ' << c.name << ' ' << name_of(d.api) << ' ' << d.async_form << ' '
-    << d.per_thread_variant << ' ' << name_of(d.direction) << ' ' << d.bytes << ' ' << name_of(d.src) << ' '
-    << name_of(d.dst) << ' ' << name_of(d.stream) << ' ' << d.blocking_streams_pending << ' ' << d.first_launch
-    << ' ' << d.stream_ordered_pointer << ' ' << name_of(d.wait_mode) << std::hex << ' ' << c.stream << ' '
-    << c.src_ptr << ' ' << c.dst_ptr << ' ' << c.function << ' ' << c.handle << std::dec << ' ' << c.flags << ' '
-    << c.stack << ' ' << c.result;
+  o << (c.context_only ? "ctxcall " : "call ") << c.correlation_id << ' ' << c.driver_correlation_id << ' '
+    << c.start_ns << ' ' << c.end_ns << ' ' << c.thread << ' ' << name_of(c.domain) << ' ' << c.cbid << ' ' << c.name
+    << ' ' << name_of(d.api) << ' ' << d.async_form << ' ' << d.per_thread_variant << ' ' << name_of(d.direction) << ' '
+    << d.bytes << ' ' << name_of(d.src) << ' ' << name_of(d.dst) << ' ' << name_of(d.stream) << ' '
+    << d.blocking_streams_pending << ' ' << d.first_launch << ' ' << d.stream_ordered_pointer << ' '
+    << name_of(d.wait_mode) << std::hex << ' ' << c.stream << ' ' << c.src_ptr << ' ' << c.dst_ptr << ' ' << c.function
+    << ' ' << c.handle << std::dec << ' ' << c.flags << ' ' << c.stack << ' ' << c.result;
   // Optional (programs with NVTX ranges only), so that other recordings stay readable by older versions.
   if (c.nvtx_range != 0) o << ' ' << c.nvtx_range;
   o << '\n';
@@ -122,8 +124,8 @@ void write_call(std::ostream& o, const ApiCall& c) {
 
 bool read_call(Fields& f, std::string_view tag, ApiCall& c, size_t api_names, size_t nvtx_ranges) {
   if (f.size() != kCallTokens && f.size() != kCallTokens + 1) {
-    f.fail("expected " + std::to_string(kCallTokens - 1) + " or " + std::to_string(kCallTokens) +
-           " fields after '" + std::string(tag) + "', got " + std::to_string(f.size() - 1) + " (" + std::string(kCallShape) + ")");
+    f.fail("expected " + std::to_string(kCallTokens - 1) + " or " + std::to_string(kCallTokens) + " fields after '" +
+           std::string(tag) + "', got " + std::to_string(f.size() - 1) + " (" + std::string(kCallShape) + ")");
     return false;
   }
   rules::CallDescription& d = c.call;
@@ -158,12 +160,14 @@ bool read_call(Fields& f, std::string_view tag, ApiCall& c, size_t api_names, si
   if (f.size() == kCallTokens + 1) {
     c.nvtx_range = f.num<uint32_t>("nvtx");
     if (f.ok() && (c.nvtx_range == 0 || c.nvtx_range > nvtx_ranges)) {
-      f.fail("field 'nvtx': NVTX range " + std::to_string(c.nvtx_range) + " was not declared by an 'nvtx' line (valid: 1 to " +
-             std::to_string(nvtx_ranges) + ", or no field for none)");
+      f.fail("field 'nvtx': NVTX range " + std::to_string(c.nvtx_range) +
+             " was not declared by an 'nvtx' line (valid: 1 to " + std::to_string(nvtx_ranges) +
+             ", or no field for none)");
     }
   }
   if (f.ok() && c.end_ns < c.start_ns) f.fail("call ends (" + std::to_string(c.end_ns) + ") before it starts");
-  if (f.ok() && c.name >= api_names) f.fail("field 'name': api index " + std::to_string(c.name) + " was not declared by an 'api' line");
+  if (f.ok() && c.name >= api_names)
+    f.fail("field 'name': api index " + std::to_string(c.name) + " was not declared by an 'api' line");
   return f.ok();
 }
 
@@ -220,25 +224,42 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
     std::string key(t.substr(0, eq));
     std::vector<std::string_view> one{"run", t.substr(eq + 1)};
     Fields f(one, error);
-    if (key == "program") r.program = f.text(key);
-    else if (key == "pid") r.pid = f.num<int>(key);
-    else if (key == "gpu") r.gpu = f.text(key);
-    else if (key == "driver") r.driver = f.text(key);
-    else if (key == "runtime") r.cuda_runtime = f.text(key);
-    else if (key == "monitoring") r.monitoring = f.text(key);
-    else if (key == "dropped") r.dropped_records = f.num<uint64_t>(key);
-    else if (key == "unanalyzed") r.unanalyzed_calls = f.num<uint64_t>(key);
-    else if (key == "threshold_ns") r.threshold_ns = f.num<uint64_t>(key);
-    else if (key == "cost_threshold_ns") r.cost_threshold_ns = f.num<uint64_t>(key);
-    else if (key == "module_loading") r.env.module_loading = f.name<rules::ModuleLoading>(key);
-    else if (key == "launch_blocking") r.env.launch_blocking = f.flag(key);
-    else if (key == "complete") r.complete = f.flag(key);
-    else if (key == "end") r.end = f.text(key);
-    else if (key == "rank") r.rank = f.num<uint32_t>(key);  // never negative
-    else if (key == "rank_from") r.rank_variable = f.text(key);
+    if (key == "program")
+      r.program = f.text(key);
+    else if (key == "pid")
+      r.pid = f.num<int>(key);
+    else if (key == "gpu")
+      r.gpu = f.text(key);
+    else if (key == "driver")
+      r.driver = f.text(key);
+    else if (key == "runtime")
+      r.cuda_runtime = f.text(key);
+    else if (key == "monitoring")
+      r.monitoring = f.text(key);
+    else if (key == "dropped")
+      r.dropped_records = f.num<uint64_t>(key);
+    else if (key == "unanalyzed")
+      r.unanalyzed_calls = f.num<uint64_t>(key);
+    else if (key == "threshold_ns")
+      r.threshold_ns = f.num<uint64_t>(key);
+    else if (key == "cost_threshold_ns")
+      r.cost_threshold_ns = f.num<uint64_t>(key);
+    else if (key == "module_loading")
+      r.env.module_loading = f.name<rules::ModuleLoading>(key);
+    else if (key == "launch_blocking")
+      r.env.launch_blocking = f.flag(key);
+    else if (key == "complete")
+      r.complete = f.flag(key);
+    else if (key == "end")
+      r.end = f.text(key);
+    else if (key == "rank")
+      r.rank = f.num<uint32_t>(key);  // never negative
+    else if (key == "rank_from")
+      r.rank_variable = f.text(key);
     else {
       error = "run: unknown key '" + key +
-              "' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, cost_threshold_ns, module_loading, "
+              "' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, cost_threshold_ns, "
+              "module_loading, "
               "launch_blocking, complete, end, rank, rank_from)";
       return false;
     }
@@ -293,7 +314,8 @@ void write_carried(std::ostream& o, const Carried& c) {
   if (c.empty()) return;
   o << "carried " << c.calls << ' ' << c.ops << ' ' << c.context_creation_ns << ' ' << c.kind_disagreements << ' '
     << c.captured_calls << '\n';
-  for (const auto& [rule, count] : c.not_observed) o << "carried_not_observed " << rules::rule(rule).id << ' ' << count << '\n';
+  for (const auto& [rule, count] : c.not_observed)
+    o << "carried_not_observed " << rules::rule(rule).id << ' ' << count << '\n';
   for (const CarriedSite& s : c.findings) {
     o << "carried_site " << s.stack << ' ' << s.name << ' ' << rules::rule(s.rule).id << ' ' << s.count << ' '
       << s.total_ns << ' ' << s.max_ns << ' ' << s.bytes;
@@ -323,21 +345,22 @@ void write_finding(std::ostream& o, const Finding& f) {
   o << "finding " << f.call << ' ' << rules::rule(f.rule).id << ' ' << rules::rule(f.predicted).id << ' '
     << int(f.predicted_behavior) << ' ' << int(f.verdict) << ' ' << f.held_ns << ' ' << f.waited_ns << ' ' << f.own_ns
     << ' ' << f.gpu_delay_ns << ' ' << f.below_threshold << ' ' << int(e.by) << ' ' << e.op << ' ' << e.gap_ns << ' '
-    << e.behind_op << ' ' << e.running_op << ' ' << int(e.scope) << ' ' << (f.note.empty() ? "-" : percent_encode(f.note))
-    << '\n';
+    << e.behind_op << ' ' << e.running_op << ' ' << int(e.scope) << ' '
+    << (f.note.empty() ? "-" : percent_encode(f.note)) << '\n';
 }
 
 rules::RuleId read_rule(Fields& f, std::string_view field);
 
 bool read_finding(Fields& f, Finding& out) {
   if (f.size() != kFindingTokens) {
-    f.fail("expected " + std::to_string(kFindingTokens - 1) + " fields after 'finding', got " + std::to_string(f.size() - 1) +
-           " (" + std::string(kFindingShape) + ")");
+    f.fail("expected " + std::to_string(kFindingTokens - 1) + " fields after 'finding', got " +
+           std::to_string(f.size() - 1) + " (" + std::string(kFindingShape) + ")");
     return false;
   }
   auto small = [&](std::string_view field, unsigned max) {
     const unsigned v = f.num<unsigned>(field);
-    if (f.ok() && v > max) f.fail("field '" + std::string(field) + "': " + std::to_string(v) + " is not 0 to " + std::to_string(max));
+    if (f.ok() && v > max)
+      f.fail("field '" + std::string(field) + "': " + std::to_string(v) + " is not 0 to " + std::to_string(max));
     return static_cast<uint8_t>(v);
   };
   out.call = f.num<size_t>("call");
@@ -387,7 +410,8 @@ void write_stacks(std::ostream& o, const std::vector<Stack>& stacks, size_t firs
     o << std::dec << '\n';
     // Optional (Python programs only), so that recordings of native programs stay readable by older versions.
     for (const PyFrame& f : stacks[i].python) {
-      o << "pyframe " << (i + 1) << ' ' << percent_encode(f.file) << ' ' << percent_encode(f.function) << ' ' << f.line << '\n';
+      o << "pyframe " << (i + 1) << ' ' << percent_encode(f.file) << ' ' << percent_encode(f.function) << ' ' << f.line
+        << '\n';
     }
   }
 }
@@ -406,7 +430,8 @@ void write_events(std::ostream& o, const std::vector<ApiCall>& calls, const std:
 void write_recording_tail(std::ostream& o, const EventLog& log, size_t stacks_written, size_t nvtx_written) {
   write_run(o, log.run);
   for (const Module& m : log.modules) {
-    o << "module " << std::hex << m.base << ' ' << m.end << ' ' << m.bias << std::dec << ' ' << percent_encode(m.path) << '\n';
+    o << "module " << std::hex << m.base << ' ' << m.end << ' ' << m.bias << std::dec << ' ' << percent_encode(m.path)
+      << '\n';
   }
   write_stacks(o, log.stacks, stacks_written);
   for (const Symbol& y : log.symbols) {
@@ -451,8 +476,8 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
                     std::to_string(kRecordingVersion) + "')");
       }
       if (tokens[1] != std::to_string(kRecordingVersion)) {
-        return fail("recording version '" + std::string(tokens[1]) + "' is not supported (this asynccheck reads version " +
-                    std::to_string(kRecordingVersion) + ")");
+        return fail("recording version '" + std::string(tokens[1]) +
+                    "' is not supported (this asynccheck reads version " + std::to_string(kRecordingVersion) + ")");
       }
       continue;
     }
@@ -470,7 +495,9 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       if (!f.count(3, "api index name")) return fail(what);
       size_t idx = f.num<size_t>("index");
       std::string name = f.text("name");
-      if (f.ok() && idx != log.api_names.size()) f.fail("api index " + std::to_string(idx) + " out of order (expected " + std::to_string(log.api_names.size()) + ")");
+      if (f.ok() && idx != log.api_names.size())
+        f.fail("api index " + std::to_string(idx) + " out of order (expected " + std::to_string(log.api_names.size()) +
+               ")");
       if (f.ok() && log.api_names.size() >= 65535) f.fail("more than 65535 api names");
       if (!f.ok()) return fail(what);
       log.api_names.push_back(std::move(name));
@@ -488,7 +515,9 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       if (f.size() < 2) return fail("stack: missing id");
       if (f.size() - 2 > kMaxFrames) return fail("stack with more than " + std::to_string(kMaxFrames) + " frames");
       size_t id = f.num<size_t>("id");
-      if (f.ok() && id != log.stacks.size() + 1) f.fail("stack id " + std::to_string(id) + " out of order (expected " + std::to_string(log.stacks.size() + 1) + ")");
+      if (f.ok() && id != log.stacks.size() + 1)
+        f.fail("stack id " + std::to_string(id) + " out of order (expected " + std::to_string(log.stacks.size() + 1) +
+               ")");
       Stack s;
       for (size_t i = 2; i < f.size() && f.ok(); ++i) s.frames.push_back(f.num<uint64_t>("frame", 16));
       if (!f.ok()) return fail(what);
@@ -500,9 +529,11 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       py.file = f.text("file");
       py.function = f.text("function");
       py.line = f.num<int>("line");
-      if (f.ok() && (id == 0 || id > log.stacks.size())) f.fail("pyframe of stack " + std::to_string(id) + ", which was not declared");
+      if (f.ok() && (id == 0 || id > log.stacks.size()))
+        f.fail("pyframe of stack " + std::to_string(id) + ", which was not declared");
       if (f.ok() && py.line < 0) f.fail("field 'line': " + std::to_string(py.line) + " is negative");
-      if (f.ok() && log.stacks[id - 1].python.size() >= kMaxFrames) f.fail("stack " + std::to_string(id) + " with more than " + std::to_string(kMaxFrames) + " Python frames");
+      if (f.ok() && log.stacks[id - 1].python.size() >= kMaxFrames)
+        f.fail("stack " + std::to_string(id) + " with more than " + std::to_string(kMaxFrames) + " Python frames");
       if (!f.ok()) return fail(what);
       log.stacks[id - 1].python.push_back(std::move(py));
     } else if (tag == "sym") {
@@ -520,15 +551,19 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       NvtxRange r;
       r.domain = f.text("domain");
       r.name = f.text("name");
-      if (f.ok() && id != log.nvtx_ranges.size() + 1) f.fail("nvtx id " + std::to_string(id) + " out of order (expected " + std::to_string(log.nvtx_ranges.size() + 1) + ")");
-      if (f.ok() && log.nvtx_ranges.size() >= kMaxNvtxRanges) f.fail("more than " + std::to_string(kMaxNvtxRanges) + " NVTX ranges");
+      if (f.ok() && id != log.nvtx_ranges.size() + 1)
+        f.fail("nvtx id " + std::to_string(id) + " out of order (expected " +
+               std::to_string(log.nvtx_ranges.size() + 1) + ")");
+      if (f.ok() && log.nvtx_ranges.size() >= kMaxNvtxRanges)
+        f.fail("more than " + std::to_string(kMaxNvtxRanges) + " NVTX ranges");
       if (!f.ok()) return fail(what);
       log.nvtx_ranges.push_back(std::move(r));
     } else if (tag == "call" || tag == "ctxcall") {
       ApiCall c;
       if (!read_call(f, tag, c, log.api_names.size(), log.nvtx_ranges.size())) return fail(what);
       c.context_only = tag == "ctxcall";
-      if (c.stack > log.stacks.size()) return fail("call refers to stack " + std::to_string(c.stack) + ", which was not declared");
+      if (c.stack > log.stacks.size())
+        return fail("call refers to stack " + std::to_string(c.stack) + ", which was not declared");
       log.calls.push_back(c);
     } else if (tag == "op") {
       GpuOp op;
@@ -554,7 +589,8 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       if (!f.count(3, "carried_not_observed rule count")) return fail(what);
       const rules::RuleId rule = read_rule(f, "rule");
       const uint64_t count = f.num<uint64_t>("count");
-      if (f.ok() && log.carried.not_observed.count(rule)) f.fail("rule '" + std::string(rules::rule(rule).id) + "' given twice");
+      if (f.ok() && log.carried.not_observed.count(rule))
+        f.fail("rule '" + std::string(rules::rule(rule).id) + "' given twice");
       if (!f.ok()) return fail(what);
       log.carried.not_observed[rule] = count;
     } else if (tag == "carried_site") {
@@ -576,8 +612,9 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
         if (f.ok() && site.nvtx_range == 0 && f.size() == 13) {
           // no range: written as 0 when the fields after it are
         } else if (f.ok() && (site.nvtx_range == 0 || site.nvtx_range > log.nvtx_ranges.size())) {
-          f.fail("field 'nvtx': NVTX range " + std::to_string(site.nvtx_range) + " was not declared by an 'nvtx' line (valid: 1 to " +
-                 std::to_string(log.nvtx_ranges.size()) + ", or no field for none)");
+          f.fail("field 'nvtx': NVTX range " + std::to_string(site.nvtx_range) +
+                 " was not declared by an 'nvtx' line (valid: 1 to " + std::to_string(log.nvtx_ranges.size()) +
+                 ", or no field for none)");
         }
       }
       site.waited_ns = site.total_ns;
@@ -608,13 +645,16 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
                    std::to_string(site.count));
           }
         }
-        if (f.ok() && site.waited_ns + site.own_ns != site.total_ns && site.rule != rules::RuleId::LegacyStreamSerialization) {
+        if (f.ok() && site.waited_ns + site.own_ns != site.total_ns &&
+            site.rule != rules::RuleId::LegacyStreamSerialization) {
           f.fail("fields 'waited_ns' and 'own_ns' must add up to 'total_ns' (" + std::to_string(site.total_ns) + ")");
         }
         if (f.ok() && site.below > site.count) f.fail("field 'below': more than 'count' findings");
       }
-      if (f.ok() && site.stack > log.stacks.size()) f.fail("field 'stack': stack " + std::to_string(site.stack) + " was not declared");
-      if (f.ok() && site.name >= log.api_names.size()) f.fail("field 'name': api index " + std::to_string(site.name) + " was not declared by an 'api' line");
+      if (f.ok() && site.stack > log.stacks.size())
+        f.fail("field 'stack': stack " + std::to_string(site.stack) + " was not declared");
+      if (f.ok() && site.name >= log.api_names.size())
+        f.fail("field 'name': api index " + std::to_string(site.name) + " was not declared by an 'api' line");
       if (f.ok() && site.count == 0) f.fail("field 'count': a carried site has at least one finding");
       if (!f.ok()) return fail(what);
       log.carried.findings.push_back(site);
@@ -625,17 +665,23 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       Finding fd;
       if (!log.analyzed) return fail("a 'finding' before the 'analyzed' line");
       if (!read_finding(f, fd)) return fail(what);
-      if (fd.call >= log.calls.size()) return fail("finding of call " + std::to_string(fd.call) + ", which the recording does not hold (valid: 0 to " + std::to_string(log.calls.size()) + " - 1)");
+      if (fd.call >= log.calls.size())
+        return fail("finding of call " + std::to_string(fd.call) + ", which the recording does not hold (valid: 0 to " +
+                    std::to_string(log.calls.size()) + " - 1)");
       for (int64_t op : {fd.evidence.op, fd.evidence.behind_op, fd.evidence.running_op}) {
         if (op < -1 || op >= static_cast<int64_t>(log.ops.size())) {
-          return fail("finding names GPU operation " + std::to_string(op) + ", which the recording does not hold (valid: -1 for none, or 0 to " + std::to_string(log.ops.size()) + " - 1)");
+          return fail("finding names GPU operation " + std::to_string(op) +
+                      ", which the recording does not hold (valid: -1 for none, or 0 to " +
+                      std::to_string(log.ops.size()) + " - 1)");
         }
       }
       log.findings.push_back(std::move(fd));
     } else if (tag == "end") {
       ended = true;
     } else {
-      return fail("unknown record '" + std::string(tag) + "' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, analyzed, finding, end)");
+      return fail("unknown record '" + std::string(tag) +
+                  "' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, carried, "
+                  "carried_not_observed, carried_site, analyzed, finding, end)");
     }
   }
   if (lineno == 0) {
@@ -647,8 +693,10 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
   // analysis reads them. Not a log of judgements: its findings index the calls as they are.
   if (!log.analyzed) {
     auto by_log = [](const auto& a, const auto& b) { return before_in_log(a, b); };
-    if (!std::is_sorted(log.calls.begin(), log.calls.end(), by_log)) std::stable_sort(log.calls.begin(), log.calls.end(), by_log);
-    if (!std::is_sorted(log.ops.begin(), log.ops.end(), by_log)) std::stable_sort(log.ops.begin(), log.ops.end(), by_log);
+    if (!std::is_sorted(log.calls.begin(), log.calls.end(), by_log))
+      std::stable_sort(log.calls.begin(), log.calls.end(), by_log);
+    if (!std::is_sorted(log.ops.begin(), log.ops.end(), by_log))
+      std::stable_sort(log.ops.begin(), log.ops.end(), by_log);
   }
   return true;
 }

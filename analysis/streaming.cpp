@@ -26,8 +26,9 @@ void StreamingAnalysis::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops) 
   ops_seen_ += ops.size();
   for (const GpuOp& op : ops) {
     if (op.kind == GpuOpKind::Kernel && !op.name.empty() && kernel_names_.insert(op.name).second) {
-      out_op_index_.try_emplace({op.start_ns, op.end_ns, op.stream_id, op.correlation_id, static_cast<uint8_t>(op.kind)},
-                                static_cast<uint32_t>(out_ops_.size()));
+      out_op_index_.try_emplace(
+          {op.start_ns, op.end_ns, op.stream_id, op.correlation_id, static_cast<uint8_t>(op.kind)},
+          static_cast<uint32_t>(out_ops_.size()));
       out_ops_.push_back(op);
     }
   }
@@ -36,8 +37,10 @@ void StreamingAnalysis::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops) 
   std::stable_sort(calls.begin(), calls.end(), by_log);
   const auto tail = static_cast<std::ptrdiff_t>(analyzer_->described());
   const auto mid = static_cast<std::ptrdiff_t>(window_.calls.size());
-  window_.calls.insert(window_.calls.end(), std::make_move_iterator(calls.begin()), std::make_move_iterator(calls.end()));
-  std::inplace_merge(window_.calls.begin() + std::min(tail, mid), window_.calls.begin() + mid, window_.calls.end(), by_log);
+  window_.calls.insert(window_.calls.end(), std::make_move_iterator(calls.begin()),
+                       std::make_move_iterator(calls.end()));
+  std::inplace_merge(window_.calls.begin() + std::min(tail, mid), window_.calls.begin() + mid, window_.calls.end(),
+                     by_log);
   std::stable_sort(ops.begin(), ops.end(), by_log);
   const auto omid = static_cast<std::ptrdiff_t>(window_.ops.size());
   window_.ops.insert(window_.ops.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
@@ -111,7 +114,8 @@ void StreamingAnalysis::prune(uint64_t cutoff_ns) {
   std::sort(producers.begin(), producers.end());
   auto enqueued_kept = [&](const ApiCall& c) {
     return std::binary_search(producers.begin(), producers.end(), c.correlation_id) ||
-           (c.driver_correlation_id != 0 && std::binary_search(producers.begin(), producers.end(), c.driver_correlation_id));
+           (c.driver_correlation_id != 0 &&
+            std::binary_search(producers.begin(), producers.end(), c.driver_correlation_id));
   };
   std::vector<char> keep(window_.calls.size(), 0);
   size_t kept = 0;

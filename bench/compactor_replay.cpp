@@ -124,10 +124,11 @@ int main(int argc, char** argv) {
     std::vector<ApiCall> calls;
     std::swap(calls, pending_calls);
     std::vector<GpuOp> ops;
-    const bool forced = force_flush(now, records, period_ns, compactor.backlog_size(), kMaxBacklog) ||
-                        now == UINT64_MAX / 2;
+    const bool forced =
+        force_flush(now, records, period_ns, compactor.backlog_size(), kMaxBacklog) || now == UINT64_MAX / 2;
     if (!forced) std::swap(ops, held);  // what ended before the previous round
-    auto ended = std::partition(pending_ops.begin(), pending_ops.end(), [&](const GpuOp& op) { return op.end_ns < now; });
+    auto ended =
+        std::partition(pending_ops.begin(), pending_ops.end(), [&](const GpuOp& op) { return op.end_ns < now; });
     held.insert(held.end(), pending_ops.begin(), ended);
     pending_ops.erase(pending_ops.begin(), ended);
     if (forced) {
@@ -190,18 +191,21 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < end.calls.size() && i < 12; ++i) {
       const ApiCall& c = end.calls[i];
       std::fprintf(stderr, "call %zu %s start %.6f s end %.6f corr %llu\n", i, log.api_names[c.name].c_str(),
-                   static_cast<double>(c.start_ns - t0) / 1e9, static_cast<double>(c.end_ns - t0) / 1e9, static_cast<unsigned long long>(c.correlation_id));
+                   static_cast<double>(c.start_ns - t0) / 1e9, static_cast<double>(c.end_ns - t0) / 1e9,
+                   static_cast<unsigned long long>(c.correlation_id));
     }
   }
   const FeedStats& st = compactor.stats();
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   const double program_s = static_cast<double>(copy * span) / 1e9;
-  std::printf("RESULT calls=%llu ops=%llu program_s=%.2f compact_s=%.2f compact_per_program_s=%.3f rounds=%llu "
-              "chunks=%llu forced_rounds=%zu calls_per_s=%.0f peak_window_calls=%llu kept_calls=%zu kept_ops=%zu carried_sites=%zu rss_added_kb=%ld maxrss_kb=%ld\n",
-              static_cast<unsigned long long>(generated), static_cast<unsigned long long>(ops_generated), program_s,
-              compact_s, compact_s / program_s, static_cast<unsigned long long>(st.rounds),
-              static_cast<unsigned long long>(st.chunks), forced_rounds, static_cast<double>(generated) / compact_s, static_cast<unsigned long long>(st.peak_window_calls), end.calls.size(), end.ops.size(),
-              end.carried.findings.size(), peak_kb - base_kb, ru.ru_maxrss);
+  std::printf(
+      "RESULT calls=%llu ops=%llu program_s=%.2f compact_s=%.2f compact_per_program_s=%.3f rounds=%llu "
+      "chunks=%llu forced_rounds=%zu calls_per_s=%.0f peak_window_calls=%llu kept_calls=%zu kept_ops=%zu "
+      "carried_sites=%zu rss_added_kb=%ld maxrss_kb=%ld\n",
+      static_cast<unsigned long long>(generated), static_cast<unsigned long long>(ops_generated), program_s, compact_s,
+      compact_s / program_s, static_cast<unsigned long long>(st.rounds), static_cast<unsigned long long>(st.chunks),
+      forced_rounds, static_cast<double>(generated) / compact_s, static_cast<unsigned long long>(st.peak_window_calls),
+      end.calls.size(), end.ops.size(), end.carried.findings.size(), peak_kb - base_kb, ru.ru_maxrss);
   return 0;
 }

@@ -147,8 +147,8 @@ bool start(std::string& error) {
     }).detach();
   }
   if (g_verbose) {
-    say("on: " + std::to_string(callbacks) + " API callbacks, 3 resource callbacks, " + std::to_string(enabled.size()) + " activity kinds, buffers of " +
-        std::to_string(g_buffer_bytes / 1024) + " KiB");
+    say("on: " + std::to_string(callbacks) + " API callbacks, 3 resource callbacks, " + std::to_string(enabled.size()) +
+        " activity kinds, buffers of " + std::to_string(g_buffer_bytes / 1024) + " KiB");
   }
   return true;
 }

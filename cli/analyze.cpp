@@ -29,20 +29,24 @@ int analyze_command(const std::string& path, Cli& cli) {
   if (compacted(log)) {
     // The run was judged as it went, at its thresholds, and kept only what each site's report shows (streaming.h).
     if (cli.was_given("threshold") && cli.opts.threshold != log.run.threshold_ns) {
-      return usage_error("recording '" + path + "' was analyzed as it was captured, for threshold=" +
-                         std::to_string(log.run.threshold_ns) + "ns; it can only be analyzed at that threshold "
+      return usage_error("recording '" + path +
+                         "' was analyzed as it was captured, for threshold=" + std::to_string(log.run.threshold_ns) +
+                         "ns; it can only be analyzed at that threshold "
                          "(record with --compact=0 to analyze at another)");
     }
     if (cli.was_given("cost_threshold") && cli.opts.cost_threshold != log.run.cost_threshold_ns) {
       return usage_error("recording '" + path + "' was analyzed as it was captured, for cost_threshold=" +
-                         std::to_string(log.run.cost_threshold_ns) + "ns; it can only be analyzed at that cost "
+                         std::to_string(log.run.cost_threshold_ns) +
+                         "ns; it can only be analyzed at that cost "
                          "threshold (record with --compact=0 to analyze at another)");
     }
     OutputFiles files;
     output_files(cli.opts, files, error);
     if (!files.trace.empty()) {
-      return usage_error("recording '" + path + "' was analyzed as it was captured and lacks the events a trace "
-                         "draws (record with --compact=0, or ask for the trace in the run: asynccheck --trace=FILE -- ...)");
+      return usage_error(
+          "recording '" + path +
+          "' was analyzed as it was captured and lacks the events a trace "
+          "draws (record with --compact=0, or ask for the trace in the run: asynccheck --trace=FILE -- ...)");
     }
   }
   if (cli.was_given("threshold") || !log.run.threshold_ns) log.run.threshold_ns = cli.opts.threshold;

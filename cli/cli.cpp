@@ -16,7 +16,10 @@ bool Cli::was_given(std::string_view name) const { return std::find(given.begin(
 bool parse_cli(std::vector<std::string>& args, size_t& i, Cli& cli, std::string& error) {
   for (; i < args.size(); ++i) {
     std::string a = args[i];
-    if (a == "--") { ++i; return true; }
+    if (a == "--") {
+      ++i;
+      return true;
+    }
     if (a.rfind("--", 0) != 0) return true;
     a = a.substr(2);
     std::string name = a, value;
@@ -31,7 +34,8 @@ bool parse_cli(std::vector<std::string>& args, size_t& i, Cli& cli, std::string&
       return false;
     }
     const std::string raw_name = name;
-    for (char& c : name) if (c == '-') c = '_';
+    for (char& c : name)
+      if (c == '-') c = '_';
     if (name == "error_exitcode") {
       char* end = nullptr;
       long v = std::strtol(value.c_str(), &end, 10);
@@ -52,7 +56,8 @@ bool parse_cli(std::vector<std::string>& args, size_t& i, Cli& cli, std::string&
     } else if (!set_option(name, value, cli.opts, error)) {
       // The library's message names the option and what is valid; only the command's own options are added.
       if (error.rfind("unknown option", 0) == 0) {
-        error = "unknown option '--" + raw_name + "' (valid: error-exitcode, fail-on, read, " + error.substr(error.find("(valid: ") + 8);
+        error = "unknown option '--" + raw_name + "' (valid: error-exitcode, fail-on, read, " +
+                error.substr(error.find("(valid: ") + 8);
       }
       return false;
     }
@@ -62,7 +67,8 @@ bool parse_cli(std::vector<std::string>& args, size_t& i, Cli& cli, std::string&
 }
 
 int exit_code_for(const report::Emitted& e, const Cli& cli) {
-  if (cli.error_exitcode >= 0 && e.worst_new != rules::Level::None && e.worst_new >= cli.fail_on) return cli.error_exitcode;
+  if (cli.error_exitcode >= 0 && e.worst_new != rules::Level::None && e.worst_new >= cli.fail_on)
+    return cli.error_exitcode;
   return -1;
 }
 

@@ -36,7 +36,7 @@ int exit_code_for(const report::Emitted& emitted, const Cli& cli);
 
 // The subcommands (each in its own file).
 int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0);  // run.cpp: asynccheck -- PROGRAM
-int analyze_command(const std::string& path, Cli& cli);                      // analyze.cpp
-int merge_command(std::vector<std::string>& args);                           // merge.cpp: args after "merge"
+int analyze_command(const std::string& path, Cli& cli);                        // analyze.cpp
+int merge_command(std::vector<std::string>& args);                             // merge.cpp: args after "merge"
 
 }  // namespace asynccheck::cli

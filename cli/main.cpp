@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (args[1] == "analyze") {
-    if (args.size() < 3) return usage_error("analyze needs a recording file (usage: asynccheck analyze RECORDING [options])");
+    if (args.size() < 3)
+      return usage_error("analyze needs a recording file (usage: asynccheck analyze RECORDING [options])");
     size_t i = 3;
     std::string error;
     if (!parse_cli(args, i, cli, error) || !check_options(cli.opts, error)) return usage_error(error);

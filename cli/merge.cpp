@@ -18,9 +18,9 @@ namespace {
 constexpr std::string_view kUsage = "usage: asynccheck merge [options] REPORT.json...";
 
 // The options that mean something for reports already made (the rest describe capture or events).
-constexpr std::string_view kMergeOptions[] = {"format",  "output",    "json",          "sarif",     "log_file",
-                                              "summary", "print_limit", "suppressions", "baseline", "save_baseline",
-                                              "overwrite", "error_exitcode", "fail_on"};
+constexpr std::string_view kMergeOptions[] = {
+    "format",       "output",   "json",          "sarif",     "log_file",       "summary", "print_limit",
+    "suppressions", "baseline", "save_baseline", "overwrite", "error_exitcode", "fail_on"};
 
 std::string dashed(std::string_view name) {
   std::string s(name);
@@ -49,8 +49,8 @@ bool parse_merge_args(std::vector<std::string>& args, Cli& cli, std::vector<std:
   if (dashes != args.end()) files.insert(files.end(), dashes + 1, args.end());
   for (const std::string& name : cli.given) {
     if (std::find(std::begin(kMergeOptions), std::end(kMergeOptions), name) == std::end(kMergeOptions)) {
-      error = "option '--" + dashed(name) + "' does not apply to merge: reports hold findings, not events (valid: " +
-              valid_merge_options() + ")";
+      error = "option '--" + dashed(name) +
+              "' does not apply to merge: reports hold findings, not events (valid: " + valid_merge_options() + ")";
       return false;
     }
   }
@@ -58,7 +58,9 @@ bool parse_merge_args(std::vector<std::string>& args, Cli& cli, std::vector<std:
   OutputFiles out;
   output_files(cli.opts, out, error);
   if (!out.trace.empty()) {
-    error = "merge cannot write a Chrome trace: reports hold findings, not the events a trace draws (valid formats: json, sarif)";
+    error =
+        "merge cannot write a Chrome trace: reports hold findings, not the events a trace draws (valid formats: json, "
+        "sarif)";
     return false;
   }
   if (files.empty()) {

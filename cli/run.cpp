@@ -30,11 +30,12 @@ std::string child_options(const Options& o, const std::string& recording) {
   std::string error;
   output_files(o, files, error);
   std::ostringstream s;
-  s << "threshold=" << o.threshold << "ns:activity_buffer_kb=" << o.activity_buffer_kb << ":device_buffers=" << o.device_buffers
-    << ":device_buffer_kb=" << o.device_buffer_kb
+  s << "threshold=" << o.threshold << "ns:activity_buffer_kb=" << o.activity_buffer_kb
+    << ":device_buffers=" << o.device_buffers << ":device_buffer_kb=" << o.device_buffer_kb
     << ":signal_timeout=" << o.signal_timeout << ":compact=" << (o.compact && files.trace.empty())
     << ":compact_round=" << o.compact_round << ":compact_backlog=" << o.compact_backlog
-    << ":flush_period=" << o.flush_period << "ns" << ":stats=" << o.stats << ":summary=0:handoff=" << recording;
+    << ":flush_period=" << o.flush_period << "ns"
+    << ":stats=" << o.stats << ":summary=0:handoff=" << recording;
   // The events themselves, written by the program's process as it runs (the command reports from the hand-off),
   // with their call sites resolved there, while the binaries are on disk, so that the recording replays anywhere.
   // Without one, the command resolves the sites.
@@ -50,7 +51,8 @@ fs::path library_path(const char* argv0) {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   fs::path self = n > 0 ? fs::path(std::string(buf, static_cast<size_t>(n))) : fs::path(argv0);
-  for (fs::path p : {self.parent_path() / "libasynccheck.so", self.parent_path().parent_path() / "lib" / "libasynccheck.so"}) {
+  for (fs::path p :
+       {self.parent_path() / "libasynccheck.so", self.parent_path().parent_path() / "lib" / "libasynccheck.so"}) {
     if (fs::exists(p)) return p;
   }
   return {};
@@ -63,16 +65,19 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   std::string error;
   if (!parse_cli(args, i, cli, error) || !check_options(cli.opts, error)) return usage_error(error);
   if (!cli.read.empty()) {
-    if (i < args.size()) return usage_error("--read analyzes a recording: no program may follow it (got '" + args[i] + "')");
+    if (i < args.size())
+      return usage_error("--read analyzes a recording: no program may follow it (got '" + args[i] + "')");
     return analyze_command(cli.read, cli);
   }
   if (i >= args.size()) return usage_error("no program to run (usage: asynccheck [options] -- PROGRAM [ARGS...])");
   if (cli.opts.save.find_first_of(": \t\n") != std::string::npos) {
-    return usage_error("option 'save': '" + cli.opts.save + "' holds ':' or white space, which the program's process cannot be "
+    return usage_error("option 'save': '" + cli.opts.save +
+                       "' holds ':' or white space, which the program's process cannot be "
                        "given (ASYNCCHECK_OPTIONS separates options by them); choose a path without them");
   }
   report::ReportInputs inputs;
-  if (!report::prepare_report(cli.opts, static_cast<int>(getpid()), process_rank(), inputs, error)) return usage_error(error);
+  if (!report::prepare_report(cli.opts, static_cast<int>(getpid()), process_rank(), inputs, error))
+    return usage_error(error);
   const fs::path lib = library_path(argv0);
   if (lib.empty()) return usage_error("libasynccheck.so not found next to the asynccheck command or in ../lib");
   char tmpl[] = "/tmp/asynccheck.XXXXXX";
@@ -95,8 +100,7 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   signal(SIGINT, SIG_IGN);
   signal(SIGQUIT, SIG_IGN);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   int override_code = -1;
   std::vector<fs::path> recordings;
   for (const auto& entry : fs::directory_iterator(dir)) recordings.push_back(entry.path());
@@ -118,7 +122,9 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
     // End the way the program ended, so that a shell or CI runner sees the same signal.
     const int sig = WTERMSIG(status);
     signal(sig, SIG_DFL);
-    struct rlimit no_core {0, 0};
+    struct rlimit no_core {
+      0, 0
+    };
     setrlimit(RLIMIT_CORE, &no_core);  // the program already dumped its core if it was going to
     kill(getpid(), sig);
     return 128 + sig;

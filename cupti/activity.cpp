@@ -26,11 +26,11 @@ struct Completed {
 struct State {
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<Completed> ready;   // handed off by bufferCompleted, not yet decoded
-  std::vector<GpuOp> ops;        // decoded
+  std::deque<Completed> ready;  // handed off by bufferCompleted, not yet decoded
+  std::vector<GpuOp> ops;       // decoded
   std::string device;
   uint64_t dropped = 0;
-  uint64_t untimed = 0;  // work CUPTI delivered without timestamps (count_untimed)
+  uint64_t untimed = 0;           // work CUPTI delivered without timestamps (count_untimed)
   size_t buffer_bytes = 4 << 20;  // activity_buffer_kb (options.def)
   // Buffers handed off and buffers decoded, ever: a flush waits until what was handed off when it returned is
   // decoded, not until the queue is empty (under a flood of records it would never be: the wait grew to hundreds
@@ -148,8 +148,9 @@ void worker() {
 // so a refusal only leaves them out (a synchronization that waited for migrations then names none).
 static void enable_migrations() {
   CUpti_ActivityUnifiedMemoryCounterConfig config[2] = {};
-  const CUpti_ActivityUnifiedMemoryCounterKind kinds[2] = {CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
-                                                           CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH};
+  const CUpti_ActivityUnifiedMemoryCounterKind kinds[2] = {
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH};
   for (int i = 0; i < 2; ++i) {
     config[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
     config[i].kind = kinds[i];
@@ -240,8 +241,7 @@ void decode_buffer(const uint8_t* buffer, size_t valid, std::vector<GpuOp>& out,
         if (device && device->empty() && r->name) *device = r->name;
         continue;
       }
-      default:
-        continue;
+      default: continue;
     }
     if (op.end_ns < op.start_ns) op.end_ns = op.start_ns;  // CUPTI reports 0 for records it could not time
     out.push_back(std::move(op));
@@ -301,8 +301,9 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
   }
   // Only the synchronization records of explicit synchronization calls, not of every API (far fewer records).
   cuptiActivityEnableAllSyncRecords(0);
-  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                                  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_DEVICE}) {
+  for (CUpti_ActivityKind kind :
+       {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_DEVICE}) {
     CUptiResult r = cuptiActivityEnable(kind);
     if (r != CUPTI_SUCCESS) {
       const char* msg = nullptr;

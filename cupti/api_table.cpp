@@ -980,14 +980,22 @@ constexpr bool is_pt(Form f) { return f == Form::SyncPt || f == Form::AsyncPt; }
   D(cuFuncSetCacheConfig,         "cuFuncSetCacheConfig", CacheConfig, Sync, cache_config, none)
 // clang-format on
 
-#define AC_SPEC_R(sym, name, kind, form, enter, exit)                                                          \
-  ApiSpec{Domain::Runtime, static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_##sym), name, ApiKind::kind,        \
-          is_async(Form::form), is_pt(Form::form)},
+#define AC_SPEC_R(sym, name, kind, form, enter, exit)            \
+  ApiSpec{Domain::Runtime,                                       \
+          static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_##sym), \
+          name,                                                  \
+          ApiKind::kind,                                         \
+          is_async(Form::form),                                  \
+          is_pt(Form::form)},
 #define AC_SPEC_R0(sym, name, kind) \
   ApiSpec{Domain::Runtime, static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_##sym), name, ApiKind::kind, false, false},
-#define AC_SPEC_D(sym, name, kind, form, enter, exit)                                                          \
-  ApiSpec{Domain::Driver, static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_##sym), name, ApiKind::kind,          \
-          is_async(Form::form), is_pt(Form::form)},
+#define AC_SPEC_D(sym, name, kind, form, enter, exit)           \
+  ApiSpec{Domain::Driver,                                       \
+          static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_##sym), \
+          name,                                                 \
+          ApiKind::kind,                                        \
+          is_async(Form::form),                                 \
+          is_pt(Form::form)},
 #define AC_SPEC_D0(sym, name, kind) \
   ApiSpec{Domain::Driver, static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_##sym), name, ApiKind::kind, false, false},
 
@@ -1030,7 +1038,7 @@ constexpr std::array<uint16_t, kSize> build_index() {
   for (auto& slot : index) slot = kNotWatched;
   for (size_t i = 0; i < kCount; ++i) {
     if (kApis[i].domain != kDomain) continue;
-    if (kApis[i].cbid >= kSize) throw "cbid out of range";        // not a constant expression: build error
+    if (kApis[i].cbid >= kSize) throw "cbid out of range";            // not a constant expression: build error
     if (index[kApis[i].cbid] != kNotWatched) throw "duplicate cbid";  // likewise
     index[kApis[i].cbid] = static_cast<uint16_t>(i);
   }

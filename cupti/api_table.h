@@ -17,12 +17,12 @@ using asynccheck::Domain;  // Runtime (CUPTI_CB_DOMAIN_RUNTIME_API) or Driver (C
 
 struct ApiSpec {
   Domain domain;
-  uint32_t cbid;         // CUPTI_RUNTIME_TRACE_CBID_* / CUPTI_DRIVER_TRACE_CBID_*
-  const char* name;      // the name a user writes: "cudaMemcpyAsync" also for cudaMemcpyAsync_ptsz_v7000,
-                         // "cuMemcpyHtoD" also for cuMemcpyHtoD_v2 (cuda.h maps the plain name onto _v2)
+  uint32_t cbid;     // CUPTI_RUNTIME_TRACE_CBID_* / CUPTI_DRIVER_TRACE_CBID_*
+  const char* name;  // the name a user writes: "cudaMemcpyAsync" also for cudaMemcpyAsync_ptsz_v7000,
+                     // "cuMemcpyHtoD" also for cuMemcpyHtoD_v2 (cuda.h maps the plain name onto _v2)
   rules::ApiKind kind;
-  bool async_form;       // the *Async variant
-  bool per_thread;       // the _ptds / _ptsz entry point (per-thread default stream)
+  bool async_form;  // the *Async variant
+  bool per_thread;  // the _ptds / _ptsz entry point (per-thread default stream)
 };
 
 // The watched function with this callback id, or nullptr when it is not watched. O(1), no allocation.

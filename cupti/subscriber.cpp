@@ -16,11 +16,16 @@ CUpti_SubscriberHandle g_subscriber = nullptr;
 // The NVTX calls that open and close push/pop ranges, and those that name what they refer to (interpose/
 // nvtx_ranges.h says why start/end ranges are not among them). Marks, categories and resource names are not.
 constexpr CUpti_CallbackId kNvtxCallbacks[] = {
-    CUPTI_CBID_NVTX_nvtxRangePushA,          CUPTI_CBID_NVTX_nvtxRangePushW,
-    CUPTI_CBID_NVTX_nvtxRangePushEx,         CUPTI_CBID_NVTX_nvtxRangePop,
-    CUPTI_CBID_NVTX_nvtxDomainRangePushEx,   CUPTI_CBID_NVTX_nvtxDomainRangePop,
-    CUPTI_CBID_NVTX_nvtxDomainCreateA,       CUPTI_CBID_NVTX_nvtxDomainCreateW,
-    CUPTI_CBID_NVTX_nvtxDomainRegisterStringA, CUPTI_CBID_NVTX_nvtxDomainRegisterStringW,
+    CUPTI_CBID_NVTX_nvtxRangePushA,
+    CUPTI_CBID_NVTX_nvtxRangePushW,
+    CUPTI_CBID_NVTX_nvtxRangePushEx,
+    CUPTI_CBID_NVTX_nvtxRangePop,
+    CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+    CUPTI_CBID_NVTX_nvtxDomainRangePop,
+    CUPTI_CBID_NVTX_nvtxDomainCreateA,
+    CUPTI_CBID_NVTX_nvtxDomainCreateW,
+    CUPTI_CBID_NVTX_nvtxDomainRegisterStringA,
+    CUPTI_CBID_NVTX_nvtxDomainRegisterStringW,
 };
 bool g_nvtx = false;  // the callbacks above are enabled
 
@@ -33,13 +38,17 @@ std::string result_text(CUptiResult r) {
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_NVTX) {
     const auto* nvtx = static_cast<const CUpti_NvtxData*>(data);
-    if (g_sink.on_nvtx != nullptr && nvtx != nullptr) g_sink.on_nvtx(cbid, nvtx->functionParams, nvtx->functionReturnValue);
+    if (g_sink.on_nvtx != nullptr && nvtx != nullptr)
+      g_sink.on_nvtx(cbid, nvtx->functionParams, nvtx->functionReturnValue);
     return;
   }
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) g_sink.on_mark(MarkKind::ContextCreated);
-    else if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) g_sink.on_mark(MarkKind::ModuleLoaded);
-    else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) g_sink.on_mark(MarkKind::ContextDestroyed);
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
+      g_sink.on_mark(MarkKind::ContextCreated);
+    else if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
+      g_sink.on_mark(MarkKind::ModuleLoaded);
+    else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+      g_sink.on_mark(MarkKind::ContextDestroyed);
     return;
   }
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
@@ -75,10 +84,10 @@ bool subscribe(const Sink& sink, std::string& error) {
     return false;
   }
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    error = std::string("CUPTI is already in use by ") +
-            (holder[0] && std::strcmp(holder, "<not provided>") != 0 ? holder
-                                                                     : "another tool (CUPTI did not name it)") +
-            " (only one CUPTI subscriber per process)";
+    error =
+        std::string("CUPTI is already in use by ") +
+        (holder[0] && std::strcmp(holder, "<not provided>") != 0 ? holder : "another tool (CUPTI did not name it)") +
+        " (only one CUPTI subscriber per process)";
     return false;
   }
   if (r != CUPTI_SUCCESS) {
@@ -159,7 +168,8 @@ void stop_callbacks() {
     for (CUpti_CallbackId id : kNvtxCallbacks) cuptiEnableCallback(0, g_subscriber, CUPTI_CB_DOMAIN_NVTX, id);
   }
   for (const ApiSpec& spec : watched_apis()) {
-    cuptiEnableCallback(0, g_subscriber, spec.domain == Domain::Runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
+    cuptiEnableCallback(0, g_subscriber,
+                        spec.domain == Domain::Runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
                         spec.cbid);
   }
 }

@@ -67,12 +67,12 @@ struct Global {
   std::once_flag first_call;
   uint64_t threshold_ns = 100'000;
   AnalysisOptions analysis;  // what the calls are judged with
-  std::mutex mu;  // guards the fields below; taken once per thread and for marks (rare)
+  std::mutex mu;             // guards the fields below; taken once per thread and for marks (rare)
   std::vector<ThreadLog*> threads;
   std::vector<Mark> marks;
   HostRanges ranges;
   BlockingStreams streams;
-  std::atomic<uint64_t> stacks_walked{0};  // for the `stats` option
+  std::atomic<uint64_t> stacks_walked{0};   // for the `stats` option
   std::atomic<uint64_t> forced_flushes{0};  // likewise: rounds that flushed CUPTI by force (flush_period)
   // Compaction (bounded memory, analysis/feed.h): a thread of ours moves what the application threads
   // captured into the compactor each round, which compacts it a chunk at a time, so that each compaction (and the
@@ -92,7 +92,7 @@ struct Global {
   // them. 0 = no limit (compaction off, or compact_backlog=0).
   size_t thread_backlog = 0;
   std::atomic<size_t> thread_count{0};
-  std::mutex central_mu;  // the compaction thread vs finish(); guards `feed`
+  std::mutex central_mu;               // the compaction thread vs finish(); guards `feed`
   std::unique_ptr<AnalysisFeed> feed;  // made by start() when the analysis streams
   std::mutex stop_mu;
   std::condition_variable stop_cv;
@@ -126,10 +126,10 @@ Global& global() {
 }
 
 thread_local ThreadLog* t_log = nullptr;
-thread_local int t_runtime_depth = 0;        // > 0 while inside a watched runtime call
+thread_local int t_runtime_depth = 0;  // > 0 while inside a watched runtime call
 thread_local uint64_t t_nested_driver_corr = 0;
-thread_local bool t_busy = false;             // reentrancy guard: our own work never re-enters the capture
-thread_local uint32_t t_open = 0;             // this thread's ThreadLog::open
+thread_local bool t_busy = false;  // reentrancy guard: our own work never re-enters the capture
+thread_local uint32_t t_open = 0;  // this thread's ThreadLog::open
 // Kernels this thread launched while its buffer was full (Global::thread_backlog): a launch of one of them is
 // sheddable, the first is not. Filled only past the limit, so an ordinary run never pays for it.
 thread_local std::unordered_set<uint64_t>* t_launched_past_cap = nullptr;
@@ -156,9 +156,7 @@ struct Guard {
   }
 };
 
-uint16_t api_index(const cupti::ApiSpec& spec) {
-  return static_cast<uint16_t>(&spec - cupti::watched_apis().data());
-}
+uint16_t api_index(const cupti::ApiSpec& spec) { return static_cast<uint16_t>(&spec - cupti::watched_apis().data()); }
 
 // Which side of a copy the program says is on the host, from the direction it asked for.
 void classify_copy(ApiCall& c, const HostRanges& ranges) {
@@ -267,8 +265,11 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
   c.thread = log.thread;
   std::lock_guard lock(log.mu);
   // The thread's share of the backlog limit: half of it over the threads, at least a round.
-  const size_t share = g.thread_backlog == 0 ? 0 : std::max(g.round_calls, g.thread_backlog / (2 * std::max<size_t>(
-                                                        1, g.thread_count.load(std::memory_order_relaxed))));
+  const size_t share =
+      g.thread_backlog == 0
+          ? 0
+          : std::max(g.round_calls,
+                     g.thread_backlog / (2 * std::max<size_t>(1, g.thread_count.load(std::memory_order_relaxed))));
   if (share != 0 && log.calls.size() >= share) {
     bool launched_before = false;
     if (c.call.api == ApiKind::KernelLaunch) {
@@ -377,7 +378,7 @@ void compaction_loop() {
   Global& g = global();
   auto last = std::chrono::steady_clock::now();
   auto last_trim = last;
-  bool behind = false;  // the last round stopped because the threads got a round ahead: take again at once
+  bool behind = false;       // the last round stopped because the threads got a round ahead: take again at once
   bool fell_behind = false;  // the backlog grew past two rounds since the last malloc_trim
   // With flush_period the backlog holds what came since the records horizon (at worst since the last forced flush):
   // behind only past the size that forces one.
@@ -416,8 +417,7 @@ void compaction_loop() {
         // can be.
         // Not past behind_at: a horizon held back by a call in flight (or a thread we could not lock) must not
         // make the backlog shed, so the chunks go on into the compacted log, as without a period.
-        if (g.flush_period_ns != 0 && g.feed->backlog_front_ns() >= horizon &&
-            g.feed->backlog_size() <= behind_at) {
+        if (g.flush_period_ns != 0 && g.feed->backlog_front_ns() >= horizon && g.feed->backlog_size() <= behind_at) {
           drained = true;
           break;
         }
@@ -556,8 +556,10 @@ StreamingAnalysis::Result finish() {
     log.calls = std::move(calls);
     log.ops = std::move(ops);
     log.marks = std::move(marks);
-    std::stable_sort(log.calls.begin(), log.calls.end(), [](const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); });
-    std::stable_sort(log.ops.begin(), log.ops.end(), [](const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); });
+    std::stable_sort(log.calls.begin(), log.calls.end(),
+                     [](const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); });
+    std::stable_sort(log.ops.begin(), log.ops.end(),
+                     [](const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); });
     log.carried.calls = shed;
     log.run.unanalyzed_calls = shed;
     log.run.env = g.env;

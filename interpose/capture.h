@@ -23,8 +23,8 @@ uint64_t forced_flushes();
 
 // How the capture records and analyzes (the options of options.def that concern it, in one place).
 struct Options {
-  AnalysisOptions analysis;        // the thresholds the calls are judged with (the report's own)
-  rules::Environment env;          // what the analysis describes calls with (lazy loading, CUDA_LAUNCH_BLOCKING)
+  AnalysisOptions analysis;  // the thresholds the calls are judged with (the report's own)
+  rules::Environment env;    // what the analysis describes calls with (lazy loading, CUDA_LAUNCH_BLOCKING)
   // Analyze the calls as the run goes (analysis/streaming.h; bounded memory). Off, every event is kept and
   // analyzed at finish() (a trace draws them all).
   bool streaming = true;

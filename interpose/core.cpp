@@ -65,15 +65,15 @@ enum class EndKind : int { Exit, Signal, UnderscoreExit, UpperExit, QuickExit };
 std::atomic<bool> g_reporter{false};  // the reporter thread is running
 int g_ender_fd = -1;                  // the ending thread's end of the socket pair: sends 'r', waits for 'd'
 int g_reporter_fd = -1;               // the reporter's end
-struct stat g_ender_stat {};         // what g_ender_fd was, in case the program closed and reused the number
+struct stat g_ender_stat {};          // what g_ender_fd was, in case the program closed and reused the number
 int g_timeout_ms = 10'000;
 std::atomic<int> g_end_kind{0};
 std::atomic<int> g_end_signal{0};
 std::atomic<pid_t> g_writer_tid{0};  // the thread writing the report (reporter or exiting thread), while it does
 
 // The signals whose default action ends the process, which we report on. SIGKILL and SIGSTOP cannot be caught.
-constexpr int kSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL,
-                            SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGSYS};
+constexpr int kSignals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT, SIGABRT, SIGSEGV, SIGBUS,  SIGFPE,
+                            SIGILL,  SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGSYS};
 struct sigaction g_previous[NSIG];  // the program's action before ours, for each signal we handle
 
 bool reported_on(int sig) {
@@ -108,8 +108,10 @@ void read_command_line(RunInfo& run) {
   std::string arg;
   bool first = true;
   while (std::getline(in, arg, '\0')) {
-    if (first) run.program = arg;
-    else run.args.push_back(arg);
+    if (first)
+      run.program = arg;
+    else
+      run.args.push_back(arg);
     first = false;
   }
 }
@@ -142,8 +144,10 @@ rules::Environment read_environment() {
   rules::Environment env;
   if (const char* v = std::getenv("CUDA_MODULE_LOADING")) {
     std::string s = v;
-    if (s == "EAGER") env.module_loading = rules::ModuleLoading::Eager;
-    else if (s == "LAZY") env.module_loading = rules::ModuleLoading::Lazy;
+    if (s == "EAGER")
+      env.module_loading = rules::ModuleLoading::Eager;
+    else if (s == "LAZY")
+      env.module_loading = rules::ModuleLoading::Lazy;
   }
   if (const char* v = std::getenv("CUDA_LAUNCH_BLOCKING")) env.launch_blocking = std::string(v) == "1";
   return env;
@@ -183,13 +187,14 @@ std::string stats_line(const EventLog& log) {
   o << "stats: " << log.calls.size() << " calls and " << log.ops.size() << " GPU operations kept for the report, "
     << log.carried.calls << " calls and " << log.carried.ops << " operations judged and let go; " << st.rounds
     << " rounds (" << capture::forced_flushes() << " with a forced flush), " << st.chunks << " chunks (largest "
-    << st.largest_chunk << " calls, longest "
-    << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, " << static_cast<double>(st.compact_ns) / 1e6 << " ms in all), backlog peak "
-    << st.peak_backlog << " calls, " << st.shed_calls << " calls shed at the compact_backlog limit (" << st.lost_calls << " of them not ordinary: lost); " << st.late_ops << " activity records a round late (ended up to "
+    << st.largest_chunk << " calls, longest " << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, "
+    << static_cast<double>(st.compact_ns) / 1e6 << " ms in all), backlog peak " << st.peak_backlog << " calls, "
+    << st.shed_calls << " calls shed at the compact_backlog limit (" << st.lost_calls
+    << " of them not ordinary: lost); " << st.late_ops << " activity records a round late (ended up to "
     << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); " << st.awaited_records
     << " calls waiting for their work's record at the last round, " << st.overdue_records
-    << " records given up on (10 s overdue); " << capture::stacks_walked()
-    << " call stacks walked; " << cupti::untimed_records() << " GPU operations untimed; peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
+    << " records given up on (10 s overdue); " << capture::stacks_walked() << " call stacks walked; "
+    << cupti::untimed_records() << " GPU operations untimed; peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
   return o.str();
 }
 
@@ -237,7 +242,8 @@ void emit_report(EndKind kind, int sig) {
     std::ostringstream rec;
     write_recording(rec, log);
     std::string error;
-    if (!report::write_file(expand_path(g_options->handoff, log.run.pid, log.run.rank), rec.str(), g_options->overwrite, error)) {
+    if (!report::write_file(expand_path(g_options->handoff, log.run.pid, log.run.rank), rec.str(), g_options->overwrite,
+                            error)) {
       say("ERROR: " + error);
     }
   }
@@ -245,9 +251,10 @@ void emit_report(EndKind kind, int sig) {
   if (const uint64_t untimed = g_capturing ? cupti::untimed_records() : 0) {
     // Mostly CUPTI's device buffers running out (many threads launching for long: cupti/activity.cpp); a few came
     // untimed in runs that never reached the limit, so the line names the option without blaming it.
-    say("WARNING: " + std::to_string(untimed) + " GPU operations came from CUPTI without timestamps: evidence that involves " +
-        "them is incomplete (device_buffers=" + std::to_string(g_options->device_buffers) + ", device_buffer_kb=" +
-        std::to_string(g_options->device_buffer_kb) + "; docs/performance.md)");
+    say("WARNING: " + std::to_string(untimed) +
+        " GPU operations came from CUPTI without timestamps: evidence that involves " +
+        "them is incomplete (device_buffers=" + std::to_string(g_options->device_buffers) +
+        ", device_buffer_kb=" + std::to_string(g_options->device_buffer_kb) + "; docs/performance.md)");
   }
 }
 
@@ -293,8 +300,7 @@ void* reporter_main(void*) {
     write_report(static_cast<EndKind>(g_end_kind.load()), g_end_signal.load());
     g_state.store(kWritten);
     const char done = 'd';
-    while (send(g_reporter_fd, &done, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-    }
+    while (send(g_reporter_fd, &done, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {}
   }
 }
 
@@ -338,8 +344,7 @@ Asked wait_for_reporter(EndKind kind, int sig) {
   }
   const char wake = 'r';
   ssize_t sent;
-  while ((sent = send(g_ender_fd, &wake, 1, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
-  }
+  while ((sent = send(g_ender_fd, &wake, 1, MSG_NOSIGNAL)) < 0 && errno == EINTR) {}
   if (sent != 1) return Asked::TimedOut;
   const int64_t deadline = now_ms() + g_timeout_ms;
   for (;;) {
@@ -423,8 +428,10 @@ void on_signal(int sig, siginfo_t* info, void* context) {
     sigaction(sig, &dfl, nullptr);
   }
   errno = saved_errno;
-  if (has_info) prev.sa_sigaction(sig, info, context);
-  else prev.sa_handler(sig);
+  if (has_info)
+    prev.sa_sigaction(sig, info, context);
+  else
+    prev.sa_handler(sig);
 }
 
 void install_handlers() {
@@ -578,8 +585,8 @@ void start(Origin) {
       stacks = interned_stacks();
       ranges = nvtx_ranges::names();
     };
-    if (g_recording->open(expand_path(g_options->save, g_run->pid, g_run->rank), g_options->overwrite, api_names, tables,
-                          error)) {
+    if (g_recording->open(expand_path(g_options->save, g_run->pid, g_run->rank), g_options->overwrite, api_names,
+                          tables, error)) {
       capture.sink = g_recording;
     } else {
       say("ERROR: " + error + "; the events are not saved");

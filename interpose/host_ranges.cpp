@@ -58,7 +58,8 @@ rules::MemoryKind HostRanges::remove(uint64_t base) {
 
 rules::MemoryKind HostRanges::find(uint64_t ptr) const {
   const Snapshot* s = current_.load(std::memory_order_acquire);
-  auto it = std::upper_bound(s->ranges.begin(), s->ranges.end(), ptr, [](uint64_t p, const Range& x) { return p < x.base; });
+  auto it =
+      std::upper_bound(s->ranges.begin(), s->ranges.end(), ptr, [](uint64_t p, const Range& x) { return p < x.base; });
   if (it == s->ranges.begin()) return rules::MemoryKind::Unknown;
   --it;
   return ptr < it->end ? it->kind : rules::MemoryKind::Unknown;

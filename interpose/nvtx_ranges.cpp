@@ -30,9 +30,9 @@ struct DomainNames {
 // Shared by every thread; taken once per push (and per domain or string registration), never by a CUDA call.
 struct Table {
   std::mutex mu;
-  std::vector<NvtxRange> names;                                          // id N is names[N - 1]
+  std::vector<NvtxRange> names;                                           // id N is names[N - 1]
   std::unordered_map<const void*, std::unique_ptr<DomainNames>> domains;  // by nvtxDomainHandle_t; nullptr = default
-  std::unordered_map<const void*, std::string> strings;                  // nvtxStringHandle_t -> its text
+  std::unordered_map<const void*, std::string> strings;                   // nvtxStringHandle_t -> its text
   uint32_t too_many = 0;                                                  // the id of kTooMany, once needed
 };
 
@@ -96,7 +96,9 @@ std::string utf8(const wchar_t* w) {
   return cut(std::move(out));
 }
 
-std::string ascii(const char* s) { return s == nullptr ? std::string() : cut(std::string(s, strnlen(s, kMaxNameBytes + 1))); }
+std::string ascii(const char* s) {
+  return s == nullptr ? std::string() : cut(std::string(s, strnlen(s, kMaxNameBytes + 1)));
+}
 
 DomainNames& domain_names(Table& t, const void* handle) {
   auto& d = t.domains[handle];
@@ -246,16 +248,19 @@ void on_callback(uint32_t cbid, const void* params, const void* result) {
     case CUPTI_CBID_NVTX_nvtxRangePop: return pop(nullptr);
     case CUPTI_CBID_NVTX_nvtxDomainRangePop: return pop(static_cast<const nvtxDomainRangePop_params*>(params)->domain);
     case CUPTI_CBID_NVTX_nvtxDomainCreateA:
-      return name_domain(returned_handle<nvtxDomainHandle_t>(result), ascii(static_cast<const nvtxDomainCreateA_params*>(params)->name));
+      return name_domain(returned_handle<nvtxDomainHandle_t>(result),
+                         ascii(static_cast<const nvtxDomainCreateA_params*>(params)->name));
     case CUPTI_CBID_NVTX_nvtxDomainCreateW:
-      return name_domain(returned_handle<nvtxDomainHandle_t>(result), utf8(static_cast<const DomainCreateW*>(params)->name));
+      return name_domain(returned_handle<nvtxDomainHandle_t>(result),
+                         utf8(static_cast<const DomainCreateW*>(params)->name));
     case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA:
       return register_string(returned_handle<nvtxStringHandle_t>(result),
                              ascii(static_cast<const nvtxDomainRegisterStringA_params*>(params)->string));
     case CUPTI_CBID_NVTX_nvtxDomainRegisterStringW:
       // CUPTI's header types this `string` as const char*; it is the program's const wchar_t* (nvToolsExt.h).
-      return register_string(returned_handle<nvtxStringHandle_t>(result),
-                             utf8(reinterpret_cast<const wchar_t*>(static_cast<const nvtxDomainRegisterStringW_params*>(params)->string)));
+      return register_string(
+          returned_handle<nvtxStringHandle_t>(result),
+          utf8(reinterpret_cast<const wchar_t*>(static_cast<const nvtxDomainRegisterStringW_params*>(params)->string)));
     default: return;
   }
 }

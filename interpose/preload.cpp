@@ -42,8 +42,8 @@ extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int code)
 // ends without running our handler: report first. Both calls are otherwise exactly the system's.
 extern "C" __attribute__((visibility("default"))) int raise(int sig) noexcept {
   asynccheck::core::report_before_signal(sig);
-  const long rc = syscall(SYS_tgkill, static_cast<long>(getpid()), static_cast<long>(syscall(SYS_gettid)),
-                          static_cast<long>(sig));
+  const long rc =
+      syscall(SYS_tgkill, static_cast<long>(getpid()), static_cast<long>(syscall(SYS_gettid)), static_cast<long>(sig));
   return rc == 0 ? 0 : -1;
 }
 

@@ -16,23 +16,23 @@ using Obj = void;
 using PySsize = long;  // Py_ssize_t is ssize_t (long on the 64-bit Linux targets we build for)
 
 struct Api {
-  int (*is_initialized)() = nullptr;                  // Py_IsInitialized
-  int (*gil_check)() = nullptr;                       // PyGILState_Check
-  Obj* (*this_thread_state)() = nullptr;              // PyGILState_GetThisThreadState: this thread's, no GIL needed
-  Obj* (*current_state)() = nullptr;                  // PyThreadState_GetUnchecked (3.13) / _PyThreadState_UncheckedGet
-  Obj* (*state_frame)(Obj*) = nullptr;                // PyThreadState_GetFrame: new reference or NULL
-  Obj* (*frame_code)(Obj*) = nullptr;                 // PyFrame_GetCode: new reference
-  Obj* (*frame_back)(Obj*) = nullptr;                 // PyFrame_GetBack: new reference or NULL
-  int (*frame_line)(Obj*) = nullptr;                  // PyFrame_GetLineNumber
-  Obj* (*get_attr)(Obj*, Obj*) = nullptr;             // PyObject_GetAttr: new reference or NULL
-  Obj* (*intern)(const char*) = nullptr;              // PyUnicode_InternFromString
-  const char* (*utf8)(Obj*, PySsize*) = nullptr;      // PyUnicode_AsUTF8AndSize: borrowed, cached in the object
-  void (*decref)(Obj*) = nullptr;                     // Py_DecRef (Py_DECREF is a macro over the layout)
-  void (*err_fetch)(Obj**, Obj**, Obj**) = nullptr;   // PyErr_Fetch (deprecated in 3.12, still exported)
-  void (*err_restore)(Obj*, Obj*, Obj*) = nullptr;    // PyErr_Restore
-  void (*err_clear)() = nullptr;                      // PyErr_Clear
-  int (*gc_disable)() = nullptr;                      // PyGC_Disable (3.10+): returns whether it was enabled
-  int (*gc_enable)() = nullptr;                       // PyGC_Enable
+  int (*is_initialized)() = nullptr;                 // Py_IsInitialized
+  int (*gil_check)() = nullptr;                      // PyGILState_Check
+  Obj* (*this_thread_state)() = nullptr;             // PyGILState_GetThisThreadState: this thread's, no GIL needed
+  Obj* (*current_state)() = nullptr;                 // PyThreadState_GetUnchecked (3.13) / _PyThreadState_UncheckedGet
+  Obj* (*state_frame)(Obj*) = nullptr;               // PyThreadState_GetFrame: new reference or NULL
+  Obj* (*frame_code)(Obj*) = nullptr;                // PyFrame_GetCode: new reference
+  Obj* (*frame_back)(Obj*) = nullptr;                // PyFrame_GetBack: new reference or NULL
+  int (*frame_line)(Obj*) = nullptr;                 // PyFrame_GetLineNumber
+  Obj* (*get_attr)(Obj*, Obj*) = nullptr;            // PyObject_GetAttr: new reference or NULL
+  Obj* (*intern)(const char*) = nullptr;             // PyUnicode_InternFromString
+  const char* (*utf8)(Obj*, PySsize*) = nullptr;     // PyUnicode_AsUTF8AndSize: borrowed, cached in the object
+  void (*decref)(Obj*) = nullptr;                    // Py_DecRef (Py_DECREF is a macro over the layout)
+  void (*err_fetch)(Obj**, Obj**, Obj**) = nullptr;  // PyErr_Fetch (deprecated in 3.12, still exported)
+  void (*err_restore)(Obj*, Obj*, Obj*) = nullptr;   // PyErr_Restore
+  void (*err_clear)() = nullptr;                     // PyErr_Clear
+  int (*gc_disable)() = nullptr;                     // PyGC_Disable (3.10+): returns whether it was enabled
+  int (*gc_enable)() = nullptr;                      // PyGC_Enable
   bool ok = false;
   // The GIL-free walk (python_frames_nogil.h): the running interpreter's layout, nullptr when it has none.
   const PythonLayout* layout = nullptr;
@@ -92,14 +92,15 @@ Api resolve() {
   Api a;
   // Py_IsInitialized first: a process without libpython stops at the first lookup.
   if (!find(a.is_initialized, "Py_IsInitialized")) return a;
-  bool ok = find(a.gil_check, "PyGILState_Check") && find(a.this_thread_state, "PyGILState_GetThisThreadState") &&
-            (find(a.current_state, "PyThreadState_GetUnchecked") || find(a.current_state, "_PyThreadState_UncheckedGet")) &&
-            find(a.state_frame, "PyThreadState_GetFrame") && find(a.frame_code, "PyFrame_GetCode") &&
-            find(a.frame_back, "PyFrame_GetBack") && find(a.frame_line, "PyFrame_GetLineNumber") &&
-            find(a.get_attr, "PyObject_GetAttr") && find(a.intern, "PyUnicode_InternFromString") &&
-            find(a.utf8, "PyUnicode_AsUTF8AndSize") && find(a.decref, "Py_DecRef") &&
-            find(a.err_fetch, "PyErr_Fetch") && find(a.err_restore, "PyErr_Restore") && find(a.err_clear, "PyErr_Clear") &&
-            find(a.gc_disable, "PyGC_Disable") && find(a.gc_enable, "PyGC_Enable");
+  bool ok =
+      find(a.gil_check, "PyGILState_Check") && find(a.this_thread_state, "PyGILState_GetThisThreadState") &&
+      (find(a.current_state, "PyThreadState_GetUnchecked") || find(a.current_state, "_PyThreadState_UncheckedGet")) &&
+      find(a.state_frame, "PyThreadState_GetFrame") && find(a.frame_code, "PyFrame_GetCode") &&
+      find(a.frame_back, "PyFrame_GetBack") && find(a.frame_line, "PyFrame_GetLineNumber") &&
+      find(a.get_attr, "PyObject_GetAttr") && find(a.intern, "PyUnicode_InternFromString") &&
+      find(a.utf8, "PyUnicode_AsUTF8AndSize") && find(a.decref, "Py_DecRef") && find(a.err_fetch, "PyErr_Fetch") &&
+      find(a.err_restore, "PyErr_Restore") && find(a.err_clear, "PyErr_Clear") && find(a.gc_disable, "PyGC_Disable") &&
+      find(a.gc_enable, "PyGC_Enable");
   a.ok = ok;
   if (ok) resolve_layout(a);
   return a;

@@ -48,8 +48,8 @@ std::vector<PyFrame> python_frames_without_gil(const PythonLayout& l, const Pyth
   for (int steps = 0; frame != nullptr && steps < kMaxPythonFrameSteps && out.size() < kMaxPythonFrames;
        ++steps, frame = python_field<const void*>(frame, l.frame_previous)) {
     const int owner = python_field<signed char>(frame, l.frame_owner);
-    if (owner == l.owner_cstack) continue;            // the eval loop's entry shim: no Python code of its own
-    if (owner < 0 || owner > l.owner_max) break;      // not a frame as this layout describes one
+    if (owner == l.owner_cstack) continue;        // the eval loop's entry shim: no Python code of its own
+    if (owner < 0 || owner > l.owner_max) break;  // not a frame as this layout describes one
     const void* code = python_field<const void*>(frame, l.frame_code);
     if (code == nullptr || python_field<const void*>(code, l.object_type) != rt.code_type) break;
 

@@ -35,9 +35,9 @@ inline constexpr int kMaxPythonFrameSteps = 256;  // links followed, incomplete 
 
 // What the walk needs from the running interpreter besides its layout, found with dlsym by python_frames.cpp.
 struct PythonRuntime {
-  const void* code_type = nullptr;     // &PyCode_Type
-  const void* unicode_type = nullptr;  // &PyUnicode_Type
-  const void* bytes_type = nullptr;    // &PyBytes_Type
+  const void* code_type = nullptr;                 // &PyCode_Type
+  const void* unicode_type = nullptr;              // &PyUnicode_Type
+  const void* bytes_type = nullptr;                // &PyBytes_Type
   int (*interpreter_frame_line)(void*) = nullptr;  // PyUnstable_InterpreterFrame_GetLine (3.12+)
   int (*check_line_number)(int, void*) = nullptr;  // _PyCode_CheckLineNumber (3.11, and exported up to 3.13)
 };

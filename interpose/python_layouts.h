@@ -54,10 +54,10 @@ struct PythonLayout {
   size_t bytes_sval = 0;  // ob_sval: the bytes, inline
 
   // str: PyASCIIObject, PyCompactUnicodeObject
-  size_t str_length = 0;    // length, in code points
-  size_t str_state = 0;     // the state bit-field, read as one uint32_t
-  size_t ascii_data = 0;    // sizeof(PyASCIIObject): a compact ASCII string's characters follow it
-  size_t compact_data = 0;  // sizeof(PyCompactUnicodeObject): a compact non-ASCII string's characters follow it
+  size_t str_length = 0;         // length, in code points
+  size_t str_state = 0;          // the state bit-field, read as one uint32_t
+  size_t ascii_data = 0;         // sizeof(PyASCIIObject): a compact ASCII string's characters follow it
+  size_t compact_data = 0;       // sizeof(PyCompactUnicodeObject): a compact non-ASCII string's characters follow it
   uint32_t state_kind_mask = 0;  // kind: 1, 2 or 4 bytes a code point, in bits (state & mask) >> kind_shift
   int state_kind_shift = 0;
   uint32_t state_compact = 0;  // compact: the characters are inline, after the header

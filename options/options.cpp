@@ -14,9 +14,16 @@ namespace asynccheck {
 namespace {
 
 bool parse_Bool(std::string_view name, std::string_view v, bool& out, std::string& error) {
-  if (v == "1" || v == "true" || v == "yes") { out = true; return true; }
-  if (v == "0" || v == "false" || v == "no") { out = false; return true; }
-  error = "option '" + std::string(name) + "': '" + std::string(v) + "' is not a boolean (valid: 1, 0, true, false, yes, no)";
+  if (v == "1" || v == "true" || v == "yes") {
+    out = true;
+    return true;
+  }
+  if (v == "0" || v == "false" || v == "no") {
+    out = false;
+    return true;
+  }
+  error = "option '" + std::string(name) + "': '" + std::string(v) +
+          "' is not a boolean (valid: 1, 0, true, false, yes, no)";
   return false;
 }
 
@@ -54,7 +61,8 @@ bool library_frames_valid(std::string_view list, std::string& error);
 // Ranges that the type alone does not express.
 bool validate(const Options& o, std::string& error) {
   if (o.activity_buffer_kb < 64 || o.activity_buffer_kb > 262144) {
-    error = "option 'activity_buffer_kb': " + std::to_string(o.activity_buffer_kb) + " is out of range (valid: 64 to 262144)";
+    error = "option 'activity_buffer_kb': " + std::to_string(o.activity_buffer_kb) +
+            " is out of range (valid: 64 to 262144)";
     return false;
   }
   if (o.device_buffers < 2 || o.device_buffers > 250) {
@@ -71,8 +79,9 @@ bool validate(const Options& o, std::string& error) {
     return false;
   }
   if (o.compact_backlog != 0 && (o.compact_backlog < 2 * o.compact_round || o.compact_backlog > (uint64_t{1} << 32))) {
-    error = "option 'compact_backlog': " + std::to_string(o.compact_backlog) + " is out of range (valid: 0 for no limit, or " +
-            std::to_string(2 * o.compact_round) + " (2 x compact_round) to 4294967296)";
+    error = "option 'compact_backlog': " + std::to_string(o.compact_backlog) +
+            " is out of range (valid: 0 for no limit, or " + std::to_string(2 * o.compact_round) +
+            " (2 x compact_round) to 4294967296)";
     return false;
   }
   if (o.flush_period != 0 && (o.flush_period < 100'000'000ull || o.flush_period > 60'000'000'000ull)) {
@@ -96,7 +105,8 @@ bool library_frames_valid(std::string_view list, std::string& error) {
     const size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
     if (item.empty() || (item == "-" && !first)) {
-      error = "option 'library_frames': '" + std::string(list) + "' has " + (item.empty() ? "an empty item" : "'-' after its first item") +
+      error = "option 'library_frames': '" + std::string(list) + "' has " +
+              (item.empty() ? "an empty item" : "'-' after its first item") +
               " (valid: comma-separated globs over module names, e.g. libmylib*.so*; '-' first drops the default list)";
       return false;
     }
@@ -132,8 +142,11 @@ std::string valid_names() {
 bool set_option(std::string_view name, std::string_view value, Options& opts, std::string& error) {
   Options next = opts;
   bool known = false, ok = true;
-#define OPTION(type, oname, def, desc) \
-  if (name == #oname) { known = true; ok = parse_##type(name, value, next.oname, error); }
+#define OPTION(type, oname, def, desc)                 \
+  if (name == #oname) {                                \
+    known = true;                                      \
+    ok = parse_##type(name, value, next.oname, error); \
+  }
 #include "options/options.def"
 #undef OPTION
   if (!known) {
@@ -186,11 +199,16 @@ bool parse_duration(std::string_view text, uint64_t& ns) {
   if (text.empty() || ec != std::errc() || p == text.data()) return false;
   const std::string_view unit(p, static_cast<size_t>(text.data() + text.size() - p));
   uint64_t scale = 0;
-  if (unit == "ns") scale = 1;
-  else if (unit == "us" || unit.empty()) scale = 1'000;
-  else if (unit == "ms") scale = 1'000'000;
-  else if (unit == "s") scale = 1'000'000'000;
-  else return false;
+  if (unit == "ns")
+    scale = 1;
+  else if (unit == "us" || unit.empty())
+    scale = 1'000;
+  else if (unit == "ms")
+    scale = 1'000'000;
+  else if (unit == "s")
+    scale = 1'000'000'000;
+  else
+    return false;
   if (n > UINT64_MAX / scale) return false;
   ns = n * scale;
   return true;
@@ -224,7 +242,8 @@ bool output_files(const Options& o, OutputFiles& out, std::string& error) {
   }
   for (std::string_view f : formats) {
     std::string& slot = f == "json" ? out.json : f == "sarif" ? out.sarif : out.trace;
-    const std::string path = formats.size() == 1 ? o.output : o.output + (f == "trace" ? ".trace.json" : "." + std::string(f));
+    const std::string path =
+        formats.size() == 1 ? o.output : o.output + (f == "trace" ? ".trace.json" : "." + std::string(f));
     if (!slot.empty() && slot != path) {
       error = "the " + std::string(f) + " report is given two paths, '" + slot + "' (option '" + std::string(f) +
               "') and '" + path + "' (option 'output'); give one";
@@ -251,8 +270,10 @@ std::optional<int64_t> whole_number(const char* text) {
 
 Rank rank_from(const char* (*getenv)(const char*)) {
   static constexpr std::pair<std::string_view, std::string_view> kSizeOf[] = {
-      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"},
-      {"PMI_RANK", "PMI_SIZE"}, {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+      {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"},
+      {"PMI_RANK", "PMI_SIZE"},
+      {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
   Rank rank;
   for (std::string_view name : kRankVariables) {
     const std::optional<int64_t> v = whole_number(getenv(std::string(name).c_str()));
@@ -283,8 +304,16 @@ std::string expand_path(std::string_view pattern, int pid, int64_t rank) {
   std::string out;
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
-      if (pattern[i + 1] == 'p') { out += std::to_string(pid); ++i; continue; }
-      if (pattern[i + 1] == 'r') { out += std::to_string(rank >= 0 ? rank : pid); ++i; continue; }
+      if (pattern[i + 1] == 'p') {
+        out += std::to_string(pid);
+        ++i;
+        continue;
+      }
+      if (pattern[i + 1] == 'r') {
+        out += std::to_string(rank >= 0 ? rank : pid);
+        ++i;
+        continue;
+      }
       if (pattern[i + 1] == 'h') {
         char host[256] = {};
         if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';

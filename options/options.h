@@ -52,9 +52,9 @@ std::string format_duration_option(uint64_t ns);
 inline constexpr std::string_view kRankVariables[] = {"OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "PMIX_RANK",
                                                       "PMI_RANK", "SLURM_PROCID"};
 struct Rank {
-  int64_t value = -1;        // -1: no rank (not in an MPI or Slurm job)
-  std::string variable;      // the variable it came from
-  uint64_t world_size = 0;   // processes in the job, from the same launcher's size variable; 0 = not known
+  int64_t value = -1;       // -1: no rank (not in an MPI or Slurm job)
+  std::string variable;     // the variable it came from
+  uint64_t world_size = 0;  // processes in the job, from the same launcher's size variable; 0 = not known
   std::string size_variable;
   bool known() const { return value >= 0; }
 };

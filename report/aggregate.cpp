@@ -49,7 +49,8 @@ void add_range(std::vector<RangeCount>& ranges, const std::string& name, const s
 }
 
 void sort_ranges(std::vector<RangeCount>& ranges) {
-  std::stable_sort(ranges.begin(), ranges.end(), [](const RangeCount& a, const RangeCount& b) { return a.count > b.count; });
+  std::stable_sort(ranges.begin(), ranges.end(),
+                   [](const RangeCount& a, const RangeCount& b) { return a.count > b.count; });
 }
 
 std::string site_key(const CallSite& site, rules::RuleId rule, std::string_view api) {

@@ -52,7 +52,8 @@ std::string check_fingerprint(std::string_view line) {
     if (line[i] != '\\') continue;
     const char next = i + 1 < line.size() ? line[i + 1] : '\0';
     const bool simple = next == '\\' || next == '|' || next == 'n' || next == 'r' || next == 't';
-    const bool hex_escape = next == 'x' && i + 3 < line.size() && std::isxdigit(static_cast<unsigned char>(line[i + 2])) &&
+    const bool hex_escape = next == 'x' && i + 3 < line.size() &&
+                            std::isxdigit(static_cast<unsigned char>(line[i + 2])) &&
                             std::isxdigit(static_cast<unsigned char>(line[i + 3]));
     if (!simple && !hex_escape) {
       return "invalid escape '" + shown(line.substr(i, 2)) + "' at column " + std::to_string(i + 1) +

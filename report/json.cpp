@@ -39,8 +39,10 @@ void frame_json(std::ostream& o, const Frame& f) {
 
 void rank_json(std::ostream& o, int64_t rank, const std::string& variable) {
   o << "\"rank\": ";
-  if (rank >= 0) o << rank;
-  else o << "null";
+  if (rank >= 0)
+    o << rank;
+  else
+    o << "null";
   o << ", \"rank_variable\": " << quote(variable);
 }
 
@@ -56,7 +58,8 @@ void processes_json(std::ostream& o, const std::vector<ProcessInfo>& processes) 
     o << ", \"gpu\": " << quote(r.gpu) << ", \"monitoring\": " << quote(r.monitoring)
       << ", \"complete\": " << (r.complete ? "true" : "false") << ", \"end\": " << quote(r.end)
       << ", \"dropped_records\": " << r.dropped_records << ", \"unanalyzed_calls\": " << r.unanalyzed_calls
-      << ", \"threshold_ns\": " << r.threshold_ns << ", \"calls_watched\": " << p.calls_watched << ", \"gpu_operations\": " << p.gpu_operations << "}";
+      << ", \"threshold_ns\": " << r.threshold_ns << ", \"calls_watched\": " << p.calls_watched
+      << ", \"gpu_operations\": " << p.gpu_operations << "}";
   }
   o << (processes.empty() ? "],\n" : "\n  ],\n");
 }
@@ -66,8 +69,10 @@ void shares_json(std::ostream& o, const std::vector<ProcessShare>& shares) {
   for (size_t k = 0; k < shares.size(); ++k) {
     const ProcessShare& p = shares[k];
     o << (k ? ", " : "") << "{\"pid\": " << p.pid << ", \"rank\": ";
-    if (p.rank >= 0) o << p.rank;
-    else o << "null";
+    if (p.rank >= 0)
+      o << p.rank;
+    else
+      o << "null";
     o << ", \"count\": " << p.count << ", \"total_ns\": " << p.total_ns << ", \"max_ns\": " << p.max_ns << "}";
   }
   o << "]";
@@ -89,17 +94,19 @@ void write_json(std::ostream& o, const ReportData& data) {
     << ", \"monitoring\": " << quote(r.monitoring) << ", \"complete\": " << (r.complete ? "true" : "false")
     << ", \"end\": " << quote(r.end) << ", \"dropped_records\": " << r.dropped_records
     << ", \"unanalyzed_calls\": " << r.unanalyzed_calls << ", \"threshold_ns\": " << r.threshold_ns
-    << ", \"cost_threshold_ns\": " << r.cost_threshold_ns << ", \"module_loading\": " << quote(name_of(r.env.module_loading))
-    << ", \"launch_blocking\": " << (r.env.launch_blocking ? "true" : "false") << ", \"calls_watched\": " << t.calls_watched
-    << ", \"captured_calls\": " << t.captured_calls << ", \"gpu_operations\": " << t.gpu_operations << "},\n";
+    << ", \"cost_threshold_ns\": " << r.cost_threshold_ns
+    << ", \"module_loading\": " << quote(name_of(r.env.module_loading))
+    << ", \"launch_blocking\": " << (r.env.launch_blocking ? "true" : "false")
+    << ", \"calls_watched\": " << t.calls_watched << ", \"captured_calls\": " << t.captured_calls
+    << ", \"gpu_operations\": " << t.gpu_operations << "},\n";
   if (!data.processes.empty()) processes_json(o, data.processes);
   o << "  \"sites\": [";
   for (size_t i = 0; i < rows.size(); ++i) {
     const SiteRow& s = rows[i];
     const rules::Rule& rule = rules::rule(s.rule);
-    o << (i ? ",\n" : "\n") << "    {\"rule\": " << quote(rule.id) << ", \"level\": " << quote(rules::level_name(s.level))
-      << ", \"verdict\": " << quote(verdict_text(s.verdict)) << ", \"title\": " << quote(rule.title)
-      << ", \"api\": " << quote(s.api) << ", \"location\": ";
+    o << (i ? ",\n" : "\n") << "    {\"rule\": " << quote(rule.id)
+      << ", \"level\": " << quote(rules::level_name(s.level)) << ", \"verdict\": " << quote(verdict_text(s.verdict))
+      << ", \"title\": " << quote(rule.title) << ", \"api\": " << quote(s.api) << ", \"location\": ";
     frame_json(o, s.site.frame);
     // Only for a call made inside a library, so that other reports keep their form.
     if (!s.site.library_entry.empty()) o << ", \"library_entry\": " << quote(s.site.library_entry);
@@ -108,10 +115,10 @@ void write_json(std::ostream& o, const ReportData& data) {
       << ", \"below_threshold\": " << s.below << ", \"median_ns\": " << s.median_ns << ", \"max_ns\": " << s.max_ns
       << ", \"bytes\": " << s.bytes << ", \"predicted\": " << quote(s.shown.predicted)
       << ", \"predicted_behavior\": " << quote(s.shown.predicted_behavior)
-      << ", \"released_by\": " << quote(s.shown.released_by)
-      << ", \"evidence\": " << quote(s.shown.evidence) << ", \"note\": " << quote(s.shown.note)
-      << ", \"fix\": " << quote(rule.fix) << ", \"fingerprint\": " << quote(s.fingerprint)
-      << ", \"in_baseline\": " << (s.in_baseline ? "true" : "false") << ", \"doc\": " << quote(rule.url);
+      << ", \"released_by\": " << quote(s.shown.released_by) << ", \"evidence\": " << quote(s.shown.evidence)
+      << ", \"note\": " << quote(s.shown.note) << ", \"fix\": " << quote(rule.fix)
+      << ", \"fingerprint\": " << quote(s.fingerprint) << ", \"in_baseline\": " << (s.in_baseline ? "true" : "false")
+      << ", \"doc\": " << quote(rule.url);
     // Only where findings happened in NVTX ranges, so that reports of programs without them are unchanged.
     if (!s.nvtx.empty()) {
       o << ", \"nvtx_range\": " << quote(s.nvtx[0].name) << ", \"nvtx_ranges\": [";
@@ -144,8 +151,8 @@ void write_json(std::ostream& o, const ReportData& data) {
       << ", \"origin\": " << quote(u.origin) << ", \"sites\": " << u.sites << ", \"calls\": " << u.calls << "}";
   }
   o << "],\n  \"baseline\": " << quote(data.baseline);
-  o << ",\n  \"context_creation_ns\": " << t.context_creation_ns << ",\n  \"kind_disagreements\": " << t.kind_disagreements
-    << "\n}\n";
+  o << ",\n  \"context_creation_ns\": " << t.context_creation_ns
+    << ",\n  \"kind_disagreements\": " << t.kind_disagreements << "\n}\n";
 }
 
 }  // namespace asynccheck::report

@@ -64,7 +64,8 @@ class JsonParser {
   explicit JsonParser(std::string_view s) : s_(s) {}
 
   bool document(JsonValue& out, std::string& error) {
-    if (s_.size() >= 3 && s_.substr(0, 3) == "\xEF\xBB\xBF") return fail_at(0, "a byte order mark (valid: UTF-8 without one)", error);
+    if (s_.size() >= 3 && s_.substr(0, 3) == "\xEF\xBB\xBF")
+      return fail_at(0, "a byte order mark (valid: UTF-8 without one)", error);
     space();
     if (!value(out, 0)) return report(error);
     space();
@@ -107,8 +108,10 @@ class JsonParser {
     if (p_ >= s_.size()) return "end of input";
     const auto c = static_cast<unsigned char>(s_[p_]);
     char buf[16];
-    if (c >= 0x20 && c < 0x7f) std::snprintf(buf, sizeof buf, "'%c'", c);
-    else std::snprintf(buf, sizeof buf, "byte 0x%02x", c);
+    if (c >= 0x20 && c < 0x7f)
+      std::snprintf(buf, sizeof buf, "'%c'", c);
+    else
+      std::snprintf(buf, sizeof buf, "byte 0x%02x", c);
     return buf;
   }
   void position(JsonValue& v) const {
@@ -146,8 +149,9 @@ class JsonParser {
       JsonValue::Type type;
       bool value;
     };
-    static constexpr Literal kLiterals[] = {
-        {"true", JsonValue::Type::Bool, true}, {"false", JsonValue::Type::Bool, false}, {"null", JsonValue::Type::Null, false}};
+    static constexpr Literal kLiterals[] = {{"true", JsonValue::Type::Bool, true},
+                                            {"false", JsonValue::Type::Bool, false},
+                                            {"null", JsonValue::Type::Null, false}};
     for (const Literal& l : kLiterals) {
       if (s_.substr(p_, l.word.size()) == l.word) {
         p_ += l.word.size();
@@ -215,7 +219,8 @@ class JsonParser {
     if (s_[p_] == '-') ++p_;
     if (p_ < s_.size() && s_[p_] == '0') {
       ++p_;
-      if (p_ < s_.size() && s_[p_] >= '0' && s_[p_] <= '9') return fail("a number with a leading zero (valid: 0, or digits starting 1-9)");
+      if (p_ < s_.size() && s_[p_] >= '0' && s_[p_] <= '9')
+        return fail("a number with a leading zero (valid: 0, or digits starting 1-9)");
     } else if (!digits()) {
       return fail("expected a digit, found " + shown());
     }
@@ -242,7 +247,10 @@ class JsonParser {
     for (int i = 0; i < 4; ++i, ++p_) {
       if (p_ >= s_.size()) return fail("\\u needs 4 hex digits, found end of input");
       const char c = s_[p_];
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
       if (d < 0) return fail("\\u needs 4 hex digits, found " + shown());
       cp = cp * 16 + static_cast<uint32_t>(d);
     }
@@ -293,16 +301,21 @@ class JsonParser {
     const auto c = static_cast<unsigned char>(s_[p_]);
     size_t n = 0;
     uint32_t cp = 0;
-    if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1Fu;
-    else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0Fu;
-    else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07u;
+    if (c >= 0xC2 && c <= 0xDF)
+      n = 2, cp = c & 0x1Fu;
+    else if (c >= 0xE0 && c <= 0xEF)
+      n = 3, cp = c & 0x0Fu;
+    else if (c >= 0xF0 && c <= 0xF4)
+      n = 4, cp = c & 0x07u;
     bool ok = n != 0 && p_ + n <= s_.size();
     for (size_t k = 1; ok && k < n; ++k) {
       const auto d = static_cast<unsigned char>(s_[p_ + k]);
       ok = (d & 0xC0u) == 0x80u;
       cp = (cp << 6) | (d & 0x3Fu);
     }
-    if (ok && ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))) ok = false;
+    if (ok &&
+        ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))))
+      ok = false;
     if (!ok) return fail("invalid UTF-8 at " + shown() + " (valid: UTF-8 text)");
     out.append(s_.substr(p_, n));
     p_ += n;

@@ -34,7 +34,7 @@ class JsonValue {
   bool is_array() const { return type_ == Type::Array; }
   bool is_object() const { return type_ == Type::Object; }
 
-  bool boolean() const { return boolean_; }           // false unless a Bool
+  bool boolean() const { return boolean_; }            // false unless a Bool
   const std::string& string() const { return text_; }  // the decoded string; a number's text as written; else ""
   // A whole number (no fraction, no exponent) that fits, exactly; nullopt otherwise (also for "1.0" and "1e3").
   std::optional<uint64_t> uint64() const;

@@ -75,9 +75,10 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
       return false;
     }
     if (r.run.cost_threshold_ns != first.run.cost_threshold_ns) {
-      error = "'" + r.path + "' was made with cost threshold " + format_duration_option(r.run.cost_threshold_ns) +
-              ", '" + first.path + "' with " + format_duration_option(first.run.cost_threshold_ns) +
-              ": cost findings over different thresholds do not add up (valid: reports of runs with one --cost-threshold)";
+      error =
+          "'" + r.path + "' was made with cost threshold " + format_duration_option(r.run.cost_threshold_ns) + ", '" +
+          first.path + "' with " + format_duration_option(first.run.cost_threshold_ns) +
+          ": cost findings over different thresholds do not add up (valid: reports of runs with one --cost-threshold)";
       return false;
     }
   }

@@ -41,7 +41,8 @@ std::string directory_of(const std::string& path) {
 }
 
 std::string exists_error(const std::string& path) {
-  return "'" + path + "': it already exists (valid: a new path, overwrite=1 to replace it, or %p or %r in the name "
+  return "'" + path +
+         "': it already exists (valid: a new path, overwrite=1 to replace it, or %p or %r in the name "
          "for one file per process or rank)";
 }
 
@@ -53,8 +54,11 @@ std::vector<std::pair<std::string, std::string>> output_paths(const Options& o) 
   OutputFiles files;
   std::string ignored;
   output_files(o, files, ignored);  // validated when the options were parsed
-  for (const auto& [name, path] : {std::pair<std::string, std::string>{"json", files.json}, {"sarif", files.sarif},
-                                   {"trace", files.trace}, {"save", o.save}, {"handoff", o.handoff},
+  for (const auto& [name, path] : {std::pair<std::string, std::string>{"json", files.json},
+                                   {"sarif", files.sarif},
+                                   {"trace", files.trace},
+                                   {"save", o.save},
+                                   {"handoff", o.handoff},
                                    {"save_baseline", o.save_baseline}}) {
     if (!path.empty()) out.emplace_back(name, path);
   }
@@ -142,7 +146,8 @@ bool write_file(const std::string& path, const std::string& content, bool overwr
 }
 
 bool prepare_report(const Options& options, int pid, const Rank& rank, ReportInputs& inputs, std::string& error) {
-  if (!options.suppressions.empty() && !load_suppressions(options.suppressions, inputs.suppressions, error)) return false;
+  if (!options.suppressions.empty() && !load_suppressions(options.suppressions, inputs.suppressions, error))
+    return false;
   if (!options.baseline.empty()) {
     if (!load_baseline(options.baseline, inputs.baseline, error)) return false;
     inputs.baseline_path = options.baseline;
@@ -177,7 +182,8 @@ ReportData make_report(const EventLog& log, const Analysis& analysis, const Site
   data.totals.context_creation_ns = analysis.context_creation_ns;
   data.totals.kind_disagreements = analysis.kind_disagreements;
   data.totals.not_observed = analysis.not_observed;
-  data.rows = aggregate(log, analysis, call_sites(log, kernel_names(log), sites.library_patterns), sites.site_threshold_ns);
+  data.rows =
+      aggregate(log, analysis, call_sites(log, kernel_names(log), sites.library_patterns), sites.site_threshold_ns);
   char cwd[4096];
   if (getcwd(cwd, sizeof cwd)) data.source_root = cwd;
   return data;

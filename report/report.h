@@ -52,24 +52,24 @@ struct SiteRow {
   rules::RuleId rule = rules::RuleId::UndocumentedBlock;
   rules::Level level = rules::Level::Warning;
   Verdict verdict = Verdict::DocumentedObserved;
-  std::string api;             // "cudaMemcpyAsync"
+  std::string api;  // "cudaMemcpyAsync"
   CallSite site;
   uint64_t count = 0;
-  uint64_t total_ns = 0;       // host time held (GPU-side findings: time other work was held back)
-  uint64_t waited_ns = 0;      // of total_ns: waiting for GPU work (GPU-side findings: all of it)
-  uint64_t own_ns = 0;         // of total_ns: the calls' own cost (total_ns - waited_ns)
+  uint64_t total_ns = 0;   // host time held (GPU-side findings: time other work was held back)
+  uint64_t waited_ns = 0;  // of total_ns: waiting for GPU work (GPU-side findings: all of it)
+  uint64_t own_ns = 0;     // of total_ns: the calls' own cost (total_ns - waited_ns)
   // Of count: calls that waited less than the threshold. A row of only such calls is reported because their waits
   // add up to the site threshold (Finding::below_threshold).
   uint64_t below = 0;
   uint64_t median_ns = 0;
   uint64_t max_ns = 0;
   uint64_t bytes = 0;
-  size_t example = 0;          // index into Analysis::findings of the first finding here (one run only)
-  SiteExample shown;           // the example as the writers print it
+  size_t example = 0;                   // index into Analysis::findings of the first finding here (one run only)
+  SiteExample shown;                    // the example as the writers print it
   std::vector<ProcessShare> processes;  // a merge: per process, in the order of the merged reports; else empty
-  bool gpu_side = false;       // legacy-stream serialization: measured on the GPU, the host was not held
-  std::string fingerprint;     // stable across runs, machines and line moves (baseline.h); set by aggregate()
-  bool in_baseline = false;    // listed in the --baseline file: reported, but does not fail the run
+  bool gpu_side = false;                // legacy-stream serialization: measured on the GPU, the host was not held
+  std::string fingerprint;              // stable across runs, machines and line moves (baseline.h); set by aggregate()
+  bool in_baseline = false;             // listed in the --baseline file: reported, but does not fail the run
   // The innermost NVTX ranges the findings here happened in, with their counts, most findings first (ties: first
   // seen). Findings outside any range are not listed: count less their sum. A site is one row whatever the ranges
   // (its fingerprint, baseline and suppressions do not depend on them). Resolved to names by aggregate(), so
@@ -117,11 +117,11 @@ struct ProcessInfo {
 // SARIF writers read only `run`, `totals`, the rows and what follows them; the trace needs the events (`log`,
 // `analysis`), which a merge does not have.
 struct ReportData {
-  const EventLog* log = nullptr;        // null for a merge
-  const Analysis* analysis = nullptr;   // null for a merge
-  RunInfo run;                          // make_report copies log->run; a merge: what its processes share
+  const EventLog* log = nullptr;       // null for a merge
+  const Analysis* analysis = nullptr;  // null for a merge
+  RunInfo run;                         // make_report copies log->run; a merge: what its processes share
   RunTotals totals;
-  std::vector<ProcessInfo> processes;   // a merge: every process it combines, in order; empty for one run
+  std::vector<ProcessInfo> processes;        // a merge: every process it combines, in order; empty for one run
   std::vector<SiteRow> rows;                 // reported sites, worst first
   std::vector<SiteRow> suppressed;           // sites a suppression hid (counted in the report, not shown)
   std::vector<SuppressionUse> suppressions;  // every suppression given, with its hit counts (0 = unused)

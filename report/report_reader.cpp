@@ -17,7 +17,9 @@ namespace {
 
 constexpr std::string_view kValidReport = "a report written by asynccheck --json";
 
-std::string join(const std::string& path, std::string_view key) { return path.empty() ? std::string(key) : path + "." + std::string(key); }
+std::string join(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
 std::string item(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 // What a value is, for "found ..." in messages: its type, and a number's or short string's text.
@@ -93,7 +95,8 @@ class Checker {
   bool each(const JsonValue& arr, const std::string& path, JsonValue::Type type) {
     for (size_t i = 0; ok_ && i < arr.items().size(); ++i) {
       const JsonValue& v = arr.items()[i];
-      if (v.type() != type) fail(v, item(path, i), "expected " + std::string(json_type_name(type)) + ", found " + found(v));
+      if (v.type() != type)
+        fail(v, item(path, i), "expected " + std::string(json_type_name(type)) + ", found " + found(v));
     }
     return ok_;
   }
@@ -123,7 +126,8 @@ Frame read_frame(Checker& c, const JsonValue& f, const std::string& path) {
 
 void read_run(Checker& c, const JsonValue& run, const std::string& path, RunInfo& r, uint64_t& calls, uint64_t& ops) {
   r.program = c.text(run, path, "program");
-  if (const JsonValue* args = c.array(run, path, "args"); args && c.each(*args, join(path, "args"), JsonValue::Type::String)) {
+  if (const JsonValue* args = c.array(run, path, "args");
+      args && c.each(*args, join(path, "args"), JsonValue::Type::String)) {
     for (const JsonValue& a : args->items()) r.args.push_back(a.string());
   }
   r.pid = static_cast<int>(c.whole(run, path, "pid", INT_MAX));
@@ -142,7 +146,8 @@ void read_run(Checker& c, const JsonValue& run, const std::string& path, RunInfo
 }
 
 std::optional<Verdict> parse_verdict(std::string_view text) {
-  for (Verdict v : {Verdict::DocumentedObserved, Verdict::DocumentedNotObserved, Verdict::ObservedUndocumented, Verdict::OwnCost}) {
+  for (Verdict v :
+       {Verdict::DocumentedObserved, Verdict::DocumentedNotObserved, Verdict::ObservedUndocumented, Verdict::OwnCost}) {
     if (verdict_text(v) == text) return v;
   }
   return std::nullopt;
@@ -170,21 +175,25 @@ void read_nvtx(Checker& c, const JsonValue& s, const std::string& path, SiteRow&
     range.domain = c.text(r, where, "domain");
     range.count = c.whole(r, where, "count");
     if (!c.ok()) return;
-    if (range.count == 0) return c.fail(r["count"], join(where, "count"), "0 (valid: at least 1: a range is listed for its findings)");
+    if (range.count == 0)
+      return c.fail(r["count"], join(where, "count"), "0 (valid: at least 1: a range is listed for its findings)");
     for (const RangeCount& seen : row.nvtx) {
       if (seen.name == range.name && seen.domain == range.domain) {
-        return c.fail(r, where, "range \"" + range.name + "\" in domain \"" + range.domain + "\" listed twice (valid: each range once)");
+        return c.fail(
+            r, where,
+            "range \"" + range.name + "\" in domain \"" + range.domain + "\" listed twice (valid: each range once)");
       }
     }
     sum += range.count;
     row.nvtx.push_back(std::move(range));
   }
   if (sum > row.count) {
-    return c.fail(*ranges, at, "the ranges hold " + std::to_string(sum) + " calls, the site has " + std::to_string(row.count));
+    return c.fail(*ranges, at,
+                  "the ranges hold " + std::to_string(sum) + " calls, the site has " + std::to_string(row.count));
   }
   if (first != row.nvtx[0].name) {
-    c.fail(s["nvtx_range"], join(path, "nvtx_range"), "\"" + first + "\" is not the first range of nvtx_ranges (valid: \"" +
-                                                          row.nvtx[0].name + "\")");
+    c.fail(s["nvtx_range"], join(path, "nvtx_range"),
+           "\"" + first + "\" is not the first range of nvtx_ranges (valid: \"" + row.nvtx[0].name + "\")");
   }
 }
 
@@ -199,18 +208,21 @@ bool read_site(Checker& c, const JsonValue& s, const std::string& path, SiteRow&
   row.rule = *id;
   const std::string level = c.text(s, path, "level");
   const std::optional<rules::Level> l = rules::parse_level(level);
-  if (c.ok() && !l) c.fail(s["level"], join(path, "level"), "'" + level + "' is not a level (valid: none, note, warning, error)");
+  if (c.ok() && !l)
+    c.fail(s["level"], join(path, "level"), "'" + level + "' is not a level (valid: none, note, warning, error)");
   if (l) row.level = *l;
   const std::string verdict = c.text(s, path, "verdict");
   const std::optional<Verdict> v = parse_verdict(verdict);
   if (c.ok() && !v) {
     c.fail(s["verdict"], join(path, "verdict"),
-           "'" + verdict + "' is not a verdict (valid: documented-and-observed, documented-but-not-observed, "
-           "observed-but-undocumented, own-cost)");
+           "'" + verdict +
+               "' is not a verdict (valid: documented-and-observed, documented-but-not-observed, "
+               "observed-but-undocumented, own-cost)");
   }
   if (v) row.verdict = *v;
   row.api = c.text(s, path, "api");
-  if (const JsonValue* loc = c.object(s, path, "location")) row.site.frame = read_frame(c, *loc, join(path, "location"));
+  if (const JsonValue* loc = c.object(s, path, "location"))
+    row.site.frame = read_frame(c, *loc, join(path, "location"));
   if (s.has("library_entry")) row.site.library_entry = c.text(s, path, "library_entry");  // newer than the format
   row.count = c.whole(s, path, "count");
   const std::string measure = c.text(s, path, "measure");
@@ -225,12 +237,13 @@ bool read_site(Checker& c, const JsonValue& s, const std::string& path, SiteRow&
     row.own_ns = c.whole(s, path, "own_ns");
     row.below = c.whole(s, path, "below_threshold");
     if (c.ok() && row.waited_ns + row.own_ns != row.total_ns) {
-      c.fail(s["own_ns"], join(path, "own_ns"), "waited_ns " + std::to_string(row.waited_ns) + " and own_ns " +
-             std::to_string(row.own_ns) + " do not add up to total_ns " + std::to_string(row.total_ns));
+      c.fail(s["own_ns"], join(path, "own_ns"),
+             "waited_ns " + std::to_string(row.waited_ns) + " and own_ns " + std::to_string(row.own_ns) +
+                 " do not add up to total_ns " + std::to_string(row.total_ns));
     }
     if (c.ok() && row.below > row.count) {
-      c.fail(s["below_threshold"], join(path, "below_threshold"), std::to_string(row.below) + " exceeds count " +
-             std::to_string(row.count));
+      c.fail(s["below_threshold"], join(path, "below_threshold"),
+             std::to_string(row.below) + " exceeds count " + std::to_string(row.count));
     }
   } else {
     row.waited_ns = row.total_ns;
@@ -244,20 +257,28 @@ bool read_site(Checker& c, const JsonValue& s, const std::string& path, SiteRow&
   row.shown.evidence = c.text(s, path, "evidence");
   row.shown.note = c.text(s, path, "note");
   row.fingerprint = c.text(s, path, "fingerprint");
-  if (c.ok() && row.fingerprint.empty()) c.fail(s["fingerprint"], join(path, "fingerprint"), "empty (valid: RULE|API|FUNCTION|FILE)");
+  if (c.ok() && row.fingerprint.empty())
+    c.fail(s["fingerprint"], join(path, "fingerprint"), "empty (valid: RULE|API|FUNCTION|FILE)");
   c.flag(s, path, "in_baseline");  // checked, not kept: a merge's own --baseline decides
-  if (const JsonValue* stack = c.array(s, path, "stack"); stack && c.each(*stack, join(path, "stack"), JsonValue::Type::Object)) {
+  if (const JsonValue* stack = c.array(s, path, "stack");
+      stack && c.each(*stack, join(path, "stack"), JsonValue::Type::Object)) {
     for (size_t k = 0; k < stack->items().size(); ++k) {
       row.site.frames.push_back(read_frame(c, stack->items()[k], item(join(path, "stack"), k)));
     }
   }
   if (!c.ok()) return false;
   // What the writer never writes: a site exists because a call was found there; its maximum is one of its calls.
-  if (row.count == 0) c.fail(s["count"], join(path, "count"), "0 (valid: at least 1: a site has calls)");
-  else if (row.max_ns > row.total_ns) c.fail(s["max_ns"], join(path, "max_ns"), std::to_string(row.max_ns) + " exceeds total_ns " + std::to_string(row.total_ns));
-  else if (row.median_ns > row.max_ns) c.fail(s["median_ns"], join(path, "median_ns"), std::to_string(row.median_ns) + " exceeds max_ns " + std::to_string(row.max_ns));
+  if (row.count == 0)
+    c.fail(s["count"], join(path, "count"), "0 (valid: at least 1: a site has calls)");
+  else if (row.max_ns > row.total_ns)
+    c.fail(s["max_ns"], join(path, "max_ns"),
+           std::to_string(row.max_ns) + " exceeds total_ns " + std::to_string(row.total_ns));
+  else if (row.median_ns > row.max_ns)
+    c.fail(s["median_ns"], join(path, "median_ns"),
+           std::to_string(row.median_ns) + " exceeds max_ns " + std::to_string(row.max_ns));
   // A merged report's shares per process: they must add up to the site's totals.
-  if (const JsonValue* procs = c.array(s, path, "processes", true); procs && c.each(*procs, join(path, "processes"), JsonValue::Type::Object)) {
+  if (const JsonValue* procs = c.array(s, path, "processes", true);
+      procs && c.each(*procs, join(path, "processes"), JsonValue::Type::Object)) {
     uint64_t count = 0, total = 0;
     for (size_t k = 0; k < procs->items().size(); ++k) {
       const JsonValue& p = procs->items()[k];
@@ -273,9 +294,9 @@ bool read_site(Checker& c, const JsonValue& s, const std::string& path, SiteRow&
       row.processes.push_back(share);
     }
     if (c.ok() && (count != row.count || total != row.total_ns)) {
-      c.fail(*procs, join(path, "processes"), "the shares add up to " + std::to_string(count) + " calls and " +
-                                                  std::to_string(total) + " ns, the site has " + std::to_string(row.count) +
-                                                  " and " + std::to_string(row.total_ns));
+      c.fail(*procs, join(path, "processes"),
+             "the shares add up to " + std::to_string(count) + " calls and " + std::to_string(total) +
+                 " ns, the site has " + std::to_string(row.count) + " and " + std::to_string(row.total_ns));
     }
   }
   read_nvtx(c, s, path, row);
@@ -327,8 +348,9 @@ bool parse_report(std::string_view text, const std::string& name, ReportFile& ou
   }
   const JsonValue* version = c.member(doc, "", "version", JsonValue::Type::Number);
   if (c.ok() && version->uint64() != std::optional<uint64_t>(kJsonSchemaVersion)) {
-    c.fail(*version, "version", "version " + version->string() + " is not supported (valid: " +
-                                    std::to_string(kJsonSchemaVersion) + ", what this asynccheck reads and writes)");
+    c.fail(*version, "version",
+           "version " + version->string() + " is not supported (valid: " + std::to_string(kJsonSchemaVersion) +
+               ", what this asynccheck reads and writes)");
   }
   if (!c.ok()) return false;
   if (const JsonValue* run = c.object(doc, "", "run")) {
@@ -364,7 +386,8 @@ bool parse_report(std::string_view text, const std::string& name, ReportFile& ou
       out.totals.not_observed[*id] = c.whole(*no, "not_observed", rule);
     }
   }
-  if (const JsonValue* sups = c.array(doc, "", "suppressions"); sups && c.each(*sups, "suppressions", JsonValue::Type::Object)) {
+  if (const JsonValue* sups = c.array(doc, "", "suppressions");
+      sups && c.each(*sups, "suppressions", JsonValue::Type::Object)) {
     for (size_t i = 0; i < sups->items().size(); ++i) {
       const JsonValue& s = sups->items()[i];
       const std::string at = item("suppressions", i);
@@ -386,8 +409,9 @@ bool parse_report(std::string_view text, const std::string& name, ReportFile& ou
   for (size_t i = 0; i < out.rows.size(); ++i) {
     if (out.rows[i].processes.empty() == merged) {
       c.fail(doc["sites"][i], item("sites", i),
-             merged ? "no \"processes\" in a merged report (valid: each site's shares, as asynccheck merge writes them)"
-                    : "\"processes\" in the report of one process (valid: shares only with the report's \"processes\")");
+             merged
+                 ? "no \"processes\" in a merged report (valid: each site's shares, as asynccheck merge writes them)"
+                 : "\"processes\" in the report of one process (valid: shares only with the report's \"processes\")");
       return false;
     }
   }
@@ -401,8 +425,8 @@ bool read_report(const std::string& path, ReportFile& out, std::string& error) {
     return false;
   }
   if (S_ISDIR(st.st_mode)) {
-    error = "cannot read report '" + path + "': it is a directory (valid: report files; let the shell expand a glob: " +
-            path + "/*.json)";
+    error = "cannot read report '" + path +
+            "': it is a directory (valid: report files; let the shell expand a glob: " + path + "/*.json)";
     return false;
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxReportFileBytes) {

@@ -267,7 +267,8 @@ std::string measure_text(const SiteRow& row) {
   s += " (median " + format_duration(row.median_ns) + ", max " + format_duration(row.max_ns);
   if (row.bytes) s += ", " + format_bytes(row.bytes);
   if (row.gpu_side) return s + "); the host thread was not held.";
-  return s + "): waited " + format_duration(row.waited_ns) + " for GPU work, " + format_duration(row.own_ns) + " own cost.";
+  return s + "): waited " + format_duration(row.waited_ns) + " for GPU work, " + format_duration(row.own_ns) +
+         " own cost.";
 }
 
 std::string result_text(const SiteRow& row) {
@@ -301,7 +302,8 @@ Json result_properties(const SiteRow& row) {
   if (!row.nvtx.empty()) {
     Json ranges = Json::array();
     for (const RangeCount& r : row.nvtx) {
-      ranges.push(Json::object().set("name", str(r.name)).set("domain", str(r.domain)).set("count", Json::number(r.count)));
+      ranges.push(
+          Json::object().set("name", str(r.name)).set("domain", str(r.domain)).set("count", Json::number(r.count)));
     }
     p.set("nvtxRange", str(row.nvtx[0].name)).set("nvtxRanges", std::move(ranges));
   }
@@ -310,7 +312,8 @@ Json result_properties(const SiteRow& row) {
   for (const ProcessShare& share : row.processes) {
     Json one = Json::object().set("pid", Json::integer(share.pid));
     one.set("rank", share.rank >= 0 ? Json::integer(share.rank) : Json::null());
-    procs.push(one.set("count", Json::number(share.count)).set("totalNs", Json::number(share.total_ns))
+    procs.push(one.set("count", Json::number(share.count))
+                   .set("totalNs", Json::number(share.total_ns))
                    .set("maxNs", Json::number(share.max_ns)));
   }
   return p.set("processes", std::move(procs));
@@ -362,7 +365,8 @@ Json notifications(const RunInfo& run) {
     out.push(warning(dropped + " were DROPPED by CUPTI; evidence is incomplete"));
   }
   if (run.unanalyzed_calls) {
-    out.push(warning(std::to_string(run.unanalyzed_calls) + " ordinary calls were counted but not analyzed (the "
+    out.push(warning(std::to_string(run.unanalyzed_calls) +
+                     " ordinary calls were counted but not analyzed (the "
                      "analysis fell behind the program: compact_backlog); evidence may be incomplete"));
   }
   return out;

@@ -8,14 +8,17 @@ namespace asynccheck::report {
 namespace {
 
 std::string_view copy_kind_text(uint8_t k) {
-  static constexpr std::string_view kNames[] = {"?", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+  static constexpr std::string_view kNames[] = {"?",    "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                                "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
   return k < std::size(kNames) ? kNames[k] : "?";
 }
 
 std::string op_text(const GpuOp& op) {
   std::string s;
   switch (op.kind) {
-    case GpuOpKind::Memcpy: s = "memcpy " + std::string(copy_kind_text(op.copy_kind)) + " " + format_bytes(op.bytes); break;
+    case GpuOpKind::Memcpy:
+      s = "memcpy " + std::string(copy_kind_text(op.copy_kind)) + " " + format_bytes(op.bytes);
+      break;
     case GpuOpKind::Memset: s = "memset " + format_bytes(op.bytes); break;
     case GpuOpKind::Kernel: s = "kernel " + short_function(demangle(op.name)); break;
     case GpuOpKind::Sync: s = "synchronization"; break;
@@ -35,19 +38,27 @@ std::string gap_text(int64_t gap) {
 
 std::string format_duration(uint64_t ns) {
   char buf[64];
-  if (ns >= 1'000'000'000) std::snprintf(buf, sizeof buf, "%.2f s", static_cast<double>(ns) / 1e9);
-  else if (ns >= 1'000'000) std::snprintf(buf, sizeof buf, "%.2f ms", static_cast<double>(ns) / 1e6);
-  else if (ns >= 1'000) std::snprintf(buf, sizeof buf, "%.1f us", static_cast<double>(ns) / 1e3);
-  else std::snprintf(buf, sizeof buf, "%llu ns", static_cast<unsigned long long>(ns));
+  if (ns >= 1'000'000'000)
+    std::snprintf(buf, sizeof buf, "%.2f s", static_cast<double>(ns) / 1e9);
+  else if (ns >= 1'000'000)
+    std::snprintf(buf, sizeof buf, "%.2f ms", static_cast<double>(ns) / 1e6);
+  else if (ns >= 1'000)
+    std::snprintf(buf, sizeof buf, "%.1f us", static_cast<double>(ns) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%llu ns", static_cast<unsigned long long>(ns));
   return buf;
 }
 
 std::string format_bytes(uint64_t b) {
   char buf[64];
-  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1ull << 30));
-  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1ull << 20));
-  else if (b >= (1ull << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(b) / (1ull << 10));
-  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  if (b >= (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1ull << 30));
+  else if (b >= (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1ull << 20));
+  else if (b >= (1ull << 10))
+    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(b) / (1ull << 10));
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
   return buf;
 }
 
@@ -60,7 +71,9 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
     return s + " (measured from activity timestamps; the host was not held)";
   }
   // What it waited for, then what followed: the split of its host time (analyze.h, Finding::waited_ns).
-  auto then_own = [&] { return f.own_ns > 0 ? "; the other " + format_duration(f.own_ns) + " was its own cost" : std::string(); };
+  auto then_own = [&] {
+    return f.own_ns > 0 ? "; the other " + format_duration(f.own_ns) + " was its own cost" : std::string();
+  };
   auto running = [&] {
     if (e.running_op < 0) return std::string();
     return "; " + op_text(log.ops[static_cast<size_t>(e.running_op)]) +
@@ -71,22 +84,25 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
   switch (e.by) {
     case ReleasedBy::OwnWork: {
       std::string s = waited + "its own " + op_text(*op) + ", which ended " + gap_text(e.gap_ns);
-      if (e.behind_op >= 0) s += "; it first waited for " + op_text(log.ops[static_cast<size_t>(e.behind_op)]) + " in its stream";
+      if (e.behind_op >= 0)
+        s += "; it first waited for " + op_text(log.ops[static_cast<size_t>(e.behind_op)]) + " in its stream";
       return s + then_own();
     }
     case ReleasedBy::EarlierWorkSameStream:
-      return waited + "earlier work in its stream, " + op_text(*op) + ", which ended " + gap_text(e.gap_ns) + then_own();
+      return waited + "earlier work in its stream, " + op_text(*op) + ", which ended " + gap_text(e.gap_ns) +
+             then_own();
     case ReleasedBy::OtherStreamWork:
       return waited + "work in another stream" +
-             (e.scope == WaitScope::Device ? std::string(" (it waits for the whole device)")
-                                           : std::string(" (one its stream waits for: a blocking stream, on the legacy default "
-                                                         "stream; or work of a stream not known, when its own is not)")) +
+             (e.scope == WaitScope::Device
+                  ? std::string(" (it waits for the whole device)")
+                  : std::string(" (one its stream waits for: a blocking stream, on the legacy default "
+                                "stream; or work of a stream not known, when its own is not)")) +
              ", " + op_text(*op) + ", which ended " + gap_text(e.gap_ns) + then_own();
     case ReleasedBy::ModuleLoad:
       return "a kernel module was loaded during the call (lazy loading) and no GPU work it could wait for ended while "
-             "it held the host: " + format_duration(f.own_ns) + " of its own cost" + running();
-    case ReleasedBy::ContextCreation:
-      return "the CUDA context was created during the call";
+             "it held the host: " +
+             format_duration(f.own_ns) + " of its own cost" + running();
+    case ReleasedBy::ContextCreation: return "the CUDA context was created during the call";
     case ReleasedBy::NothingOnGpu:
       return "no GPU work it could wait for ended while it held the host: " + format_duration(f.own_ns) +
              " of its own cost" + running();
@@ -104,7 +120,8 @@ std::string nvtx_text(const SiteRow& row) {
   if (row.nvtx.size() == 1 && row.nvtx[0].count == row.count) return s;
   s += " for " + std::to_string(row.nvtx[0].count) + " of " + std::to_string(row.count) + " calls";
   constexpr size_t kShown = 4;  // ranges named on the line; the JSON report lists them all
-  for (size_t i = 1; i < row.nvtx.size() && i < kShown; ++i) s += ", " + name(row.nvtx[i]) + " for " + std::to_string(row.nvtx[i].count);
+  for (size_t i = 1; i < row.nvtx.size() && i < kShown; ++i)
+    s += ", " + name(row.nvtx[i]) + " for " + std::to_string(row.nvtx[i].count);
   if (row.nvtx.size() > kShown) s += ", and " + std::to_string(row.nvtx.size() - kShown) + " more ranges";
   return s;
 }
@@ -131,9 +148,14 @@ void merge_notes(std::ostream& out, const std::string& tag, const ReportData& da
     if (p.run.dropped_records) dropped.emplace_back(p.run.pid, p.run.rank);
   }
   const std::string of = " of " + std::to_string(data.processes.size()) + " processes";
-  if (!off.empty()) out << tag << "monitoring was off in " << off.size() << of << " (" << who(off) << "): nothing of theirs is in this report\n";
-  if (!incomplete.empty()) out << tag << "incomplete in " << incomplete.size() << of << " (" << who(incomplete) << "): they ended before everything was flushed\n";
-  if (!dropped.empty()) out << tag << "activity records DROPPED in " << dropped.size() << of << " (" << who(dropped) << ")\n";
+  if (!off.empty())
+    out << tag << "monitoring was off in " << off.size() << of << " (" << who(off)
+        << "): nothing of theirs is in this report\n";
+  if (!incomplete.empty())
+    out << tag << "incomplete in " << incomplete.size() << of << " (" << who(incomplete)
+        << "): they ended before everything was flushed\n";
+  if (!dropped.empty())
+    out << tag << "activity records DROPPED in " << dropped.size() << of << " (" << who(dropped) << ")\n";
 }
 
 }  // namespace
@@ -179,8 +201,7 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
   if (!rows.empty()) {
     out << tag << rows.size() << " call site" << (rows.size() == 1 ? "" : "s")
         << " where CUDA held the host or serialized the GPU (waits from " << format_duration(run.threshold_ns)
-        << ", own cost from " << format_duration(run.cost_threshold_ns)
-        << ", worst first";
+        << ", own cost from " << format_duration(run.cost_threshold_ns) << ", worst first";
     if (run.rank >= 0) out << "; rank " << run.rank << " from " << run.rank_variable << ", pid " << run.pid;
     out << ")\n";
   }
@@ -206,7 +227,8 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
         << (r.gpu_side ? "GPU work held back " : "host held ") << format_duration(r.total_ns) << " in total (median "
         << format_duration(r.median_ns) << ", max " << format_duration(r.max_ns) << ")";
     if (!r.gpu_side) {
-      out << ": waited " << format_duration(r.waited_ns) << " for GPU work, " << format_duration(r.own_ns) << " own cost";
+      out << ": waited " << format_duration(r.waited_ns) << " for GPU work, " << format_duration(r.own_ns)
+          << " own cost";
     }
     if (r.bytes) out << ", " << format_bytes(r.bytes);
     out << "\n";
@@ -214,7 +236,8 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
       out << "    each call waited less than the threshold (" << format_duration(run.threshold_ns)
           << "); reported because their waits add up\n";
     } else if (r.below > 0) {
-      out << "    " << r.below << " of them waited less than the threshold (" << format_duration(run.threshold_ns) << ")\n";
+      out << "    " << r.below << " of them waited less than the threshold (" << format_duration(run.threshold_ns)
+          << ")\n";
     }
     if (!r.processes.empty()) {
       std::vector<std::pair<int, int64_t>> from;
@@ -232,17 +255,21 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     out << "    fix: " << rule.fix << "\n";
   }
   if (!data.suppressions.empty()) {
-    out << "\n" << tag << "suppressions (" << data.suppressed.size() << " site" << (data.suppressed.size() == 1 ? "" : "s")
+    out << "\n"
+        << tag << "suppressions (" << data.suppressed.size() << " site" << (data.suppressed.size() == 1 ? "" : "s")
         << ", " << suppressed_calls << " call" << (suppressed_calls == 1 ? "" : "s") << " suppressed):\n";
     for (const SuppressionUse& s : data.suppressions) {
-      out << "    " << s.calls << " call" << (s.calls == 1 ? "" : "s") << " at " << s.sites << " site" << (s.sites == 1 ? "" : "s")
-          << "  " << s.rule << ":" << s.pattern << "  (" << s.origin << (s.sites ? ")" : ", unused)") << "\n";
+      out << "    " << s.calls << " call" << (s.calls == 1 ? "" : "s") << " at " << s.sites << " site"
+          << (s.sites == 1 ? "" : "s") << "  " << s.rule << ":" << s.pattern << "  (" << s.origin
+          << (s.sites ? ")" : ", unused)") << "\n";
     }
   }
   if (rows.empty()) return;
-  out << "\n" << tag << "SUMMARY: " << counts[3] << " error, " << counts[2] << " warning, " << counts[1] << " note site"
+  out << "\n"
+      << tag << "SUMMARY: " << counts[3] << " error, " << counts[2] << " warning, " << counts[1] << " note site"
       << (rows.size() == 1 ? "" : "s") << "; host blocked " << format_duration(host_ns) << " in flagged calls";
-  if (!data.baseline.empty()) out << "; " << rows.size() - known << " new, " << known << " in baseline " << data.baseline;
+  if (!data.baseline.empty())
+    out << "; " << rows.size() - known << " new, " << known << " in baseline " << data.baseline;
   if (unused) out << "; " << unused << " unused suppression" << (unused == 1 ? "" : "s");
   if (const uint64_t captured = data.totals.captured_calls) {
     out << "; " << captured << " call" << (captured == 1 ? "" : "s")

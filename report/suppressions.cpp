@@ -122,12 +122,14 @@ std::string parse_line(std::string_view line, SuppressionUse& use) {
   const std::string_view pattern = trim_line(line.substr(colon + 1));
   if (rule.empty()) return "empty rule before ':' (valid: a rule id from `asynccheck --list-rules` or '*')";
   if (rule != "*" && rule.find_first_of("*?") != std::string_view::npos) {
-    return "rule '" + shown(rule) + "' is a glob, only patterns are (valid: one rule id from `asynccheck --list-rules`, "
+    return "rule '" + shown(rule) +
+           "' is a glob, only patterns are (valid: one rule id from `asynccheck --list-rules`, "
            "or '*' alone for every rule)";
   }
   if (rule != "*" && !rules::find_rule(rule)) return unknown_rule(rule);
   if (pattern.empty()) {
-    return "empty pattern after '" + std::string(rule) + ":' (valid: a glob over API, function, file or module; '*' "
+    return "empty pattern after '" + std::string(rule) +
+           ":' (valid: a glob over API, function, file or module; '*' "
            "matches every site)";
   }
   if (pattern.size() > kMaxPatternLength) {

@@ -75,8 +75,7 @@ bool run_addr2line(const std::string& module, const std::vector<uint64_t>& addrs
   while ((n = read(fds[0], chunk, sizeof chunk)) > 0) out.append(chunk, static_cast<size_t>(n));
   close(fds[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-  }
+  while (waitpid(pid, &status, 0) < 0) {}
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
@@ -138,7 +137,8 @@ bool in_system_runtime(const std::string& module) {
     if (base.starts_with(lib)) return true;
   }
   // python, python3, python3.12 (not python_tool).
-  return base == "python" || (base.starts_with("python") && base.size() > 6 && std::isdigit(static_cast<unsigned char>(base[6])));
+  return base == "python" ||
+         (base.starts_with("python") && base.size() > 6 && std::isdigit(static_cast<unsigned char>(base[6])));
 }
 
 // Code nvcc generated (tmpxft_*.cudafe1.cpp and the like): PyTorch's kernel launch stubs are located there.
@@ -229,7 +229,9 @@ std::string short_function(const std::string& name, size_t max) {
       if (name.compare(j, 2, "()") == 0 || name.compare(j, 2, "[]") == 0) {
         j += 2;
       } else {
-        while (j < name.size() && j < i + 11 && std::string_view("<>=!+-*/%&|^~,").find(name[j]) != std::string_view::npos) ++j;
+        while (j < name.size() && j < i + 11 &&
+               std::string_view("<>=!+-*/%&|^~,").find(name[j]) != std::string_view::npos)
+          ++j;
       }
       if (angle == 0 && paren == 0) out.append(name, i, j - i);
       i = j - 1;

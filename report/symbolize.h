@@ -35,9 +35,9 @@ struct CallSite {
   // library run just inside the site ("cublasDgemv_v2"; its module's base name when it has no function name).
   // Empty otherwise, and for Python sites.
   std::string library_entry;
-  std::vector<Frame> frames;   // the user-visible stack, innermost first: Python frames, then the native ones
-  bool known() const;          // a native frame with an address, or a Python frame
-  std::string where() const;   // "file:line", or "module+0xoffset" without line information, or "unknown"
+  std::vector<Frame> frames;  // the user-visible stack, innermost first: Python frames, then the native ones
+  bool known() const;         // a native frame with an address, or a Python frame
+  std::string where() const;  // "file:line", or "module+0xoffset" without line information, or "unknown"
 };
 
 // Resolves the return addresses of every interned stack that `log.symbols` does not already hold, with addr2line

@@ -34,17 +34,20 @@ constexpr uint32_t kNoStream = 0xFFFFFFFFu;
 constexpr uint64_t kFlowInset = 1;
 
 std::string_view copy_kind_text(uint8_t k) {  // CUpti_ActivityMemcpyKind
-  static constexpr std::string_view kNames[] = {"?", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+  static constexpr std::string_view kNames[] = {"?",    "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                                "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
   return k < std::size(kNames) ? kNames[k] : "?";
 }
 
 std::string_view memory_kind_text(uint8_t k) {  // CUpti_ActivityMemoryKind
-  static constexpr std::string_view kNames[] = {"unknown", "pageable", "pinned", "device", "array", "managed", "device static", "managed static"};
+  static constexpr std::string_view kNames[] = {"unknown", "pageable", "pinned",        "device",
+                                                "array",   "managed",  "device static", "managed static"};
   return k < std::size(kNames) ? kNames[k] : "unknown";
 }
 
 std::string_view sync_type_text(uint8_t k) {  // CUpti_ActivitySynchronizationType
-  static constexpr std::string_view kNames[] = {"synchronization", "event synchronize", "stream wait event", "stream synchronize", "context synchronize"};
+  static constexpr std::string_view kNames[] = {"synchronization", "event synchronize", "stream wait event",
+                                                "stream synchronize", "context synchronize"};
   return k < std::size(kNames) ? kNames[k] : "synchronization";
 }
 
@@ -58,10 +61,14 @@ std::string valid_utf8(std::string_view s) {
     const auto c = static_cast<unsigned char>(s[i]);
     size_t n = 0;
     uint32_t cp = 0;
-    if (c < 0x80) n = 1, cp = c;
-    else if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1Fu;
-    else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0Fu;
-    else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07u;
+    if (c < 0x80)
+      n = 1, cp = c;
+    else if (c >= 0xC2 && c <= 0xDF)
+      n = 2, cp = c & 0x1Fu;
+    else if (c >= 0xE0 && c <= 0xEF)
+      n = 3, cp = c & 0x0Fu;
+    else if (c >= 0xF0 && c <= 0xF4)
+      n = 4, cp = c & 0x07u;
     bool ok = n != 0 && i + n <= s.size();
     for (size_t k = 1; ok && k < n; ++k) {
       const auto d = static_cast<unsigned char>(s[i + k]);
@@ -69,7 +76,9 @@ std::string valid_utf8(std::string_view s) {
       cp = (cp << 6) | (d & 0x3Fu);
     }
     // Overlong forms, surrogates and code points above U+10FFFF are invalid too.
-    if (ok && ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))) ok = false;
+    if (ok &&
+        ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))))
+      ok = false;
     if (ok) {
       out.append(s.substr(i, n));
       i += n;
@@ -206,8 +215,10 @@ class TraceWriter {
     };
     order.clear();
     for (size_t i = 0; i < log_.ops.size(); ++i) {
-      if (timed(log_.ops[i])) order.push_back(i);
-      else ++untimed_ops_;
+      if (timed(log_.ops[i]))
+        order.push_back(i);
+      else
+        ++untimed_ops_;
     }
     auto op_key = [&](size_t i) {
       const GpuOp& op = log_.ops[i];
@@ -226,11 +237,12 @@ class TraceWriter {
       lanes_of_group[g] = lanes.count();
     }
     std::map<std::pair<GroupKey, uint32_t>, size_t> track_of;  // (group, lane) -> index into gpu_tracks_
-    std::map<uint32_t, uint64_t> next_tid;                      // device -> next tid
+    std::map<uint32_t, uint64_t> next_tid;                     // device -> next tid
     for (const auto& [g, lanes] : lanes_of_group) {
       const auto [device, stream, sync] = g;
       for (uint32_t l = 0; l < lanes; ++l) {
-        std::string name = stream == kNoStream ? std::string("synchronization (no stream)") : "stream " + std::to_string(stream);
+        std::string name =
+            stream == kNoStream ? std::string("synchronization (no stream)") : "stream " + std::to_string(stream);
         if (sync && stream != kNoStream) name += ": synchronization";
         if (l) name += " (overlap " + std::to_string(l) + ")";
         if (l) ++overlap_tracks_;
@@ -296,8 +308,13 @@ class TraceWriter {
       }
     }
     for (auto& [op, list] : notes_) {
-      std::sort(list.begin(), list.end(), [](const OpNote& x, const OpNote& y) { return std::tie(x.finding, x.kind) < std::tie(y.finding, y.kind); });
-      list.erase(std::unique(list.begin(), list.end(), [](const OpNote& x, const OpNote& y) { return x.finding == y.finding && x.kind == y.kind; }), list.end());
+      std::sort(list.begin(), list.end(), [](const OpNote& x, const OpNote& y) {
+        return std::tie(x.finding, x.kind) < std::tie(y.finding, y.kind);
+      });
+      list.erase(
+          std::unique(list.begin(), list.end(),
+                      [](const OpNote& x, const OpNote& y) { return x.finding == y.finding && x.kind == y.kind; }),
+          list.end());
     }
     for (auto& [op, list] : delayed_) {
       std::sort(list.begin(), list.end());
@@ -309,7 +326,8 @@ class TraceWriter {
   std::set<std::tuple<std::string, int, std::string>> suppressed_keys() const {
     std::set<std::tuple<std::string, int, std::string>> keys;
     for (const SiteRow& r : data_.suppressed) {
-      keys.emplace(r.site.known() ? r.site.where() + "|" + r.site.frame.function : "?", static_cast<int>(r.rule), r.api);
+      keys.emplace(r.site.known() ? r.site.where() + "|" + r.site.frame.function : "?", static_cast<int>(r.rule),
+                   r.api);
     }
     return keys;
   }
@@ -330,7 +348,8 @@ class TraceWriter {
   // How a call is named in the arguments of other events.
   std::string call_label(size_t ci) const {
     const ApiCall& c = log_.calls[ci];
-    return api_name(c) + " (correlation " + std::to_string(c.correlation_id) + ", host thread " + std::to_string(c.thread) + ")";
+    return api_name(c) + " (correlation " + std::to_string(c.correlation_id) + ", host thread " +
+           std::to_string(c.thread) + ")";
   }
 
   uint64_t rel(uint64_t t) const { return t > origin_ ? t - origin_ : 0; }
@@ -338,7 +357,8 @@ class TraceWriter {
   // Microseconds with exactly three decimals: the nanoseconds survive, and every importer reads the same number.
   void us(uint64_t ns) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%llu.%03llu", static_cast<unsigned long long>(ns / 1000), static_cast<unsigned long long>(ns % 1000));
+    std::snprintf(buf, sizeof buf, "%llu.%03llu", static_cast<unsigned long long>(ns / 1000),
+                  static_cast<unsigned long long>(ns % 1000));
     o_ << buf;
   }
 
@@ -398,13 +418,17 @@ class TraceWriter {
     auto sit = suppressed_of_call_.find(ci);
     const bool suppressed = !fs && sit != suppressed_of_call_.end();
     begin_event();
-    o_ << "{\"name\": " << q(api_name(c)) << ", \"cat\": \"" << (fs ? "cuda_api,flagged" : suppressed ? "cuda_api,suppressed" : "cuda_api")
+    o_ << "{\"name\": " << q(api_name(c)) << ", \"cat\": \""
+       << (fs           ? "cuda_api,flagged"
+           : suppressed ? "cuda_api,suppressed"
+                        : "cuda_api")
        << "\", \"ph\": \"X\", \"ts\": ";
     us(rel(c.start_ns));
     o_ << ", \"dur\": ";
     us(end - c.start_ns);
     where(pid, tid);
-    o_ << ", \"args\": {\"correlation\": " << c.correlation_id << ", \"stream\": " << q(c.stream ? hex(c.stream) : "default");
+    o_ << ", \"args\": {\"correlation\": " << c.correlation_id
+       << ", \"stream\": " << q(c.stream ? hex(c.stream) : "default");
     if (c.call.bytes) o_ << ", \"bytes\": " << c.call.bytes;
     if (c.result) o_ << ", \"result\": " << c.result;
     if (c.nvtx_range) {
@@ -442,7 +466,8 @@ class TraceWriter {
       const Finding& f = a_.findings[fi];
       if (f.rule == rules::RuleId::LegacyStreamSerialization) continue;
       begin_event();
-      o_ << "{\"name\": " << q("blocked: " + std::string(rules::rule(f.rule).id)) << ", \"cat\": \"flagged\", \"ph\": \"i\", \"s\": \"t\", \"ts\": ";
+      o_ << "{\"name\": " << q("blocked: " + std::string(rules::rule(f.rule).id))
+         << ", \"cat\": \"flagged\", \"ph\": \"i\", \"s\": \"t\", \"ts\": ";
       us(rel(end));
       where(pid, tid);
       o_ << ", \"args\": {\"call\": " << q(call_label(ci)) << ", \"held\": " << q(format_duration(f.held_ns))
@@ -471,11 +496,13 @@ class TraceWriter {
 
   std::string op_name(const GpuOp& op) {
     switch (op.kind) {
-      case GpuOpKind::Memcpy: return "memcpy " + std::string(copy_kind_text(op.copy_kind)) + " " + format_bytes(op.bytes);
+      case GpuOpKind::Memcpy:
+        return "memcpy " + std::string(copy_kind_text(op.copy_kind)) + " " + format_bytes(op.bytes);
       case GpuOpKind::Memset: return "memset " + format_bytes(op.bytes);
       case GpuOpKind::Kernel: return op.name.empty() ? std::string("kernel") : demangled(op.name);
       case GpuOpKind::Sync: return std::string(sync_type_text(op.sync_type));
-      case GpuOpKind::Migration: return std::string("migration ") + (op.copy_kind == 2 ? "DtoH " : "HtoD ") + format_bytes(op.bytes);
+      case GpuOpKind::Migration:
+        return std::string("migration ") + (op.copy_kind == 2 ? "DtoH " : "HtoD ") + format_bytes(op.bytes);
     }
     return "?";
   }
@@ -505,15 +532,18 @@ class TraceWriter {
     us(end - op.start_ns);
     where(t.pid, t.tid);
     o_ << ", \"args\": {\"correlation\": " << op.correlation_id << ", \"device\": " << op.device << ", \"stream\": ";
-    if (op.stream_id == kNoStream) o_ << "\"none\"";
-    else o_ << op.stream_id;
+    if (op.stream_id == kNoStream)
+      o_ << "\"none\"";
+    else
+      o_ << op.stream_id;
     if (op.kind == GpuOpKind::Memcpy || op.kind == GpuOpKind::Memset) o_ << ", \"bytes\": " << op.bytes;
     if (op.kind == GpuOpKind::Memcpy) {
-      o_ << ", \"copy_kind\": \"" << copy_kind_text(op.copy_kind) << "\", \"memory\": \"" << memory_kind_text(op.src_kind)
-         << " -> " << memory_kind_text(op.dst_kind) << "\"";
+      o_ << ", \"copy_kind\": \"" << copy_kind_text(op.copy_kind) << "\", \"memory\": \""
+         << memory_kind_text(op.src_kind) << " -> " << memory_kind_text(op.dst_kind) << "\"";
     }
     if (op.kind == GpuOpKind::Memset) o_ << ", \"memory\": \"" << memory_kind_text(op.dst_kind) << "\"";
-    if (op.kind == GpuOpKind::Kernel && !op.name.empty() && demangled(op.name) != op.name) o_ << ", \"mangled\": " << q(op.name);
+    if (op.kind == GpuOpKind::Kernel && !op.name.empty() && demangled(op.name) != op.name)
+      o_ << ", \"mangled\": " << q(op.name);
     if (has_call) o_ << ", \"call\": " << q(call_label(c->second));
     if (op.end_ns <= op.start_ns) o_ << ", \"note\": " << q(zero_note(op.start_ns, op.end_ns));
     auto n = notes_.find(i);
@@ -523,7 +553,8 @@ class TraceWriter {
         const Finding& f = a_.findings[note.finding];
         std::string& s = text[note.kind];
         if (!s.empty()) s += "; ";
-        s += note.kind == OpNote::Serialized ? std::string(rules::rule(f.rule).id) + " by " + call_label(f.call) : call_label(f.call);
+        s += note.kind == OpNote::Serialized ? std::string(rules::rule(f.rule).id) + " by " + call_label(f.call)
+                                             : call_label(f.call);
       }
       // released: the call that returned when this work ended; held_up: a call whose own work waited for this first;
       // serialized: a legacy-stream command whose serialization delayed this work or was delayed by it.
@@ -544,7 +575,8 @@ class TraceWriter {
         where(host_pid_, thread_tid_.at(call.thread) + call_lane_[c->second]);
         o_ << "}";
         begin_event();
-        o_ << "{\"name\": \"enqueue\", \"cat\": \"cuda_flow\", \"ph\": \"f\", \"bp\": \"e\", \"id\": " << id << ", \"ts\": ";
+        o_ << "{\"name\": \"enqueue\", \"cat\": \"cuda_flow\", \"ph\": \"f\", \"bp\": \"e\", \"id\": " << id
+           << ", \"ts\": ";
         us(rel(op.start_ns) + kFlowInset);
         where(t.pid, t.tid);
         o_ << "}";
@@ -560,10 +592,12 @@ class TraceWriter {
     for (size_t fi : d->second) {
       const Finding& f = a_.findings[fi];
       begin_event();
-      o_ << "{\"name\": " << q("delayed: " + std::string(rules::rule(f.rule).id)) << ", \"cat\": \"flagged\", \"ph\": \"i\", \"s\": \"t\", \"ts\": ";
+      o_ << "{\"name\": " << q("delayed: " + std::string(rules::rule(f.rule).id))
+         << ", \"cat\": \"flagged\", \"ph\": \"i\", \"s\": \"t\", \"ts\": ";
       us(rel(op.start_ns));
       where(t.pid, t.tid);
-      o_ << ", \"args\": {\"call\": " << q(call_label(f.call)) << ", \"gpu_delay\": " << q(format_duration(f.gpu_delay_ns))
+      o_ << ", \"args\": {\"call\": " << q(call_label(f.call))
+         << ", \"gpu_delay\": " << q(format_duration(f.gpu_delay_ns))
          << ", \"level\": " << q(rules::level_name(f.level)) << ", \"evidence\": " << q(evidence_text(log_, f)) << "}}";
       ++flagged_marks_;
     }
@@ -599,8 +633,8 @@ class TraceWriter {
   std::map<size_t, std::vector<size_t>> findings_of_call_;  // reported (not suppressed) findings per call
   std::map<size_t, size_t> suppressed_of_call_;             // call -> first finding a suppression hid there
   uint64_t suppressed_ = 0;
-  std::map<size_t, std::vector<OpNote>> notes_;             // per operation
-  std::map<size_t, std::vector<size_t>> delayed_;           // operation -> GPU-side findings that delayed it
+  std::map<size_t, std::vector<OpNote>> notes_;    // per operation
+  std::map<size_t, std::vector<size_t>> delayed_;  // operation -> GPU-side findings that delayed it
   std::map<std::string, std::string> demangled_;
   uint64_t untimed_ops_ = 0, flows_ = 0, flows_skipped_ = 0, flagged_marks_ = 0, overlap_tracks_ = 0;
 };

@@ -1,14 +1,13 @@
 #include "rules/api_traits.h"
 
-
 namespace asynccheck::rules {
 
 const ApiTraits& traits(ApiKind api) {
   switch (api) {
-#define API_TRAITS(kind, stream, enqueues, record, state) \
-  case ApiKind::kind: {                                    \
+#define API_TRAITS(kind, stream, enqueues, record, state)          \
+  case ApiKind::kind: {                                            \
     static constexpr ApiTraits t{stream, enqueues, record, state}; \
-    return t;                                              \
+    return t;                                                      \
   }
 #include "rules/api_traits.def"
 #undef API_TRAITS

@@ -8,32 +8,32 @@ namespace asynccheck::rules {
 
 // Which family of API the call belongs to. Runtime and driver variants map to the same kind.
 enum class ApiKind : uint8_t {
-  Copy,              // cudaMemcpy*, cuMemcpy* (1D/2D/3D, symbol, peer)
-  Memset,            // cudaMemset*, cuMemsetD*
-  KernelLaunch,      // <<<>>>, cudaLaunchKernel*, cuLaunchKernel*, cooperative variants
-  GraphLaunch,       // cudaGraphLaunch, cuGraphLaunch
-  StreamCreate,      // cudaStreamCreate*, cuStreamCreate*
-  StreamDestroy,     // cudaStreamDestroy, cuStreamDestroy
-  DeviceAlloc,       // cudaMalloc, cudaMallocPitch, cudaMalloc3D, cuMemAlloc*
-  PinnedAlloc,       // cudaMallocHost, cudaHostAlloc, cuMemAllocHost, cuMemHostAlloc
-  HostRegister,      // cudaHostRegister, cuMemHostRegister
-  HostUnregister,    // cudaHostUnregister, cuMemHostUnregister
-  ManagedAlloc,      // cudaMallocManaged, cuMemAllocManaged
-  StreamOrderedAlloc,// cudaMallocAsync, cudaMallocFromPoolAsync, cuMemAllocAsync
-  StreamOrderedFree, // cudaFreeAsync, cuMemFreeAsync
-  Free,              // cudaFree, cuMemFree
-  FreeHost,          // cudaFreeHost, cuMemFreeHost
-  DeviceSynchronize, // cudaDeviceSynchronize, cuCtxSynchronize
-  StreamSynchronize, // cudaStreamSynchronize, cuStreamSynchronize
-  EventSynchronize,  // cudaEventSynchronize, cuEventSynchronize
-  StreamQuery,       // cudaStreamQuery, cudaEventQuery
-  StreamWaitEvent,   // cudaStreamWaitEvent, cuStreamWaitEvent
-  EventRecord,       // cudaEventRecord
-  EventCreate,       // cudaEventCreate*, cuEventCreate (watched for the event's flags)
-  CacheConfig,       // cudaDeviceSetCacheConfig, cudaFuncSetCacheConfig
-  CaptureBegin,      // cudaStreamBeginCapture(ToGraph), cuStreamBeginCapture(_v2, ToGraph): stream, flags = mode
-  CaptureEnd,        // cudaStreamEndCapture, cuStreamEndCapture: stream, handle = the graph made
-  Other,             // anything else that we saw hold the host
+  Copy,                // cudaMemcpy*, cuMemcpy* (1D/2D/3D, symbol, peer)
+  Memset,              // cudaMemset*, cuMemsetD*
+  KernelLaunch,        // <<<>>>, cudaLaunchKernel*, cuLaunchKernel*, cooperative variants
+  GraphLaunch,         // cudaGraphLaunch, cuGraphLaunch
+  StreamCreate,        // cudaStreamCreate*, cuStreamCreate*
+  StreamDestroy,       // cudaStreamDestroy, cuStreamDestroy
+  DeviceAlloc,         // cudaMalloc, cudaMallocPitch, cudaMalloc3D, cuMemAlloc*
+  PinnedAlloc,         // cudaMallocHost, cudaHostAlloc, cuMemAllocHost, cuMemHostAlloc
+  HostRegister,        // cudaHostRegister, cuMemHostRegister
+  HostUnregister,      // cudaHostUnregister, cuMemHostUnregister
+  ManagedAlloc,        // cudaMallocManaged, cuMemAllocManaged
+  StreamOrderedAlloc,  // cudaMallocAsync, cudaMallocFromPoolAsync, cuMemAllocAsync
+  StreamOrderedFree,   // cudaFreeAsync, cuMemFreeAsync
+  Free,                // cudaFree, cuMemFree
+  FreeHost,            // cudaFreeHost, cuMemFreeHost
+  DeviceSynchronize,   // cudaDeviceSynchronize, cuCtxSynchronize
+  StreamSynchronize,   // cudaStreamSynchronize, cuStreamSynchronize
+  EventSynchronize,    // cudaEventSynchronize, cuEventSynchronize
+  StreamQuery,         // cudaStreamQuery, cudaEventQuery
+  StreamWaitEvent,     // cudaStreamWaitEvent, cuStreamWaitEvent
+  EventRecord,         // cudaEventRecord
+  EventCreate,         // cudaEventCreate*, cuEventCreate (watched for the event's flags)
+  CacheConfig,         // cudaDeviceSetCacheConfig, cudaFuncSetCacheConfig
+  CaptureBegin,        // cudaStreamBeginCapture(ToGraph), cuStreamBeginCapture(_v2, ToGraph): stream, flags = mode
+  CaptureEnd,          // cudaStreamEndCapture, cuStreamEndCapture: stream, handle = the graph made
+  Other,               // anything else that we saw hold the host
 };
 
 // Direction of a copy as the program asked for it. Default means cudaMemcpyDefault (inferred from the pointers
@@ -45,8 +45,8 @@ enum class MemoryKind : uint8_t {
   Pageable,  // ordinary host memory: malloc, new, stack, mmap
   Pinned,    // page-locked: cudaMallocHost/cudaHostAlloc or registered with cudaHostRegister
   Device,
-  Managed,   // cudaMallocManaged
-  Array,     // CUDA array
+  Managed,  // cudaMallocManaged
+  Array,    // CUDA array
 };
 
 enum class StreamKind : uint8_t {

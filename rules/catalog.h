@@ -19,7 +19,7 @@ enum class RuleId : uint16_t {
 
 struct Rule {
   RuleId rule;
-  std::string_view id;     // stable, kebab-case: used in reports, suppressions, baselines and SARIF
+  std::string_view id;  // stable, kebab-case: used in reports, suppressions, baselines and SARIF
   Level level;
   std::string_view title;  // one line
   std::string_view basis;  // the documented sentence it rests on, in our words

@@ -12,7 +12,6 @@ Prediction host_only(RuleId id, HostBehavior b) {
   return p;
 }
 
-
 // Synchronous copy and memset forms take no stream: they are issued to the default stream, which is the legacy
 // stream unless the call is a per-thread-default-stream entry point.
 StreamKind effective_stream(const CallDescription& c) {
@@ -27,8 +26,7 @@ Prediction predict_copy(const CallDescription& c) {
     return host_only(RuleId::CopyManaged, HostBehavior::MayBlock);
   }
   switch (resolve_direction(c)) {
-    case CopyDirection::HostToHost:
-      return host_only(RuleId::CopyHostToHost, HostBehavior::FullySynchronous);
+    case CopyDirection::HostToHost: return host_only(RuleId::CopyHostToHost, HostBehavior::FullySynchronous);
     case CopyDirection::DeviceToDevice: {
       Prediction p = host_only(RuleId::CopyDeviceToDevice, HostBehavior::Asynchronous);
       if (!c.async_form) {  // a copy between two addresses of the same device, issued between streams' commands
@@ -58,8 +56,7 @@ Prediction predict_copy(const CallDescription& c) {
       if (c.dst == MemoryKind::Pinned) return host_only(RuleId::CopyAsyncPinned, HostBehavior::Asynchronous);
       return host_only(RuleId::CopyUnknownMemory, HostBehavior::MayBlock);
     case CopyDirection::Unknown:
-    case CopyDirection::Default:
-      break;
+    case CopyDirection::Default: break;
   }
   return host_only(RuleId::CopyUnknownMemory, HostBehavior::MayBlock);
 }
@@ -149,7 +146,6 @@ Prediction predict_host(const CallDescription& c) {
 bool enqueues_stream_work(ApiKind api) { return traits(api).enqueues_work; }
 
 bool changes_state(ApiKind api) { return traits(api).changes_state; }
-
 
 bool is_host_memory(MemoryKind k) { return k == MemoryKind::Pageable || k == MemoryKind::Pinned; }
 bool is_device_memory(MemoryKind k) { return k == MemoryKind::Device || k == MemoryKind::Array; }

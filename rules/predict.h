@@ -34,8 +34,8 @@ enum class GpuEffect : uint8_t {
 struct Prediction {
   RuleId host_rule = RuleId::UndocumentedBlock;
   HostBehavior host = HostBehavior::NotDocumented;
-  bool host_spins = false;                  // a waiting call busy-waits (burns a CPU core) instead of sleeping
-  std::optional<RuleId> gpu_rule;           // set when gpu != None
+  bool host_spins = false;         // a waiting call busy-waits (burns a CPU core) instead of sleeping
+  std::optional<RuleId> gpu_rule;  // set when gpu != None
   GpuEffect gpu = GpuEffect::None;
 
   bool may_hold_host() const { return host != HostBehavior::Asynchronous && host != HostBehavior::NotDocumented; }
@@ -60,7 +60,6 @@ bool enqueues_stream_work(ApiKind api);
 // events, allocations and their memory kinds, stream capture, cache configuration): compaction keeps them however
 // far behind it falls (analysis/feed.h).
 bool changes_state(ApiKind api);
-
 
 // Resolves cudaMemcpyDefault/unknown directions from the memory kinds (unified addressing); keeps an explicit
 // direction as given.

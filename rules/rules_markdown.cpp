@@ -20,7 +20,13 @@ std::string escape(std::string_view text) {
     const char c = text[i];
     bool esc = false;
     switch (c) {
-      case '\\': case '`': case '*': case '[': case ']': case '<': case '|': esc = true; break;
+      case '\\':
+      case '`':
+      case '*':
+      case '[':
+      case ']':
+      case '<':
+      case '|': esc = true; break;
       case '_': {
         const bool intraword = i > 0 && i + 1 < text.size() && is_word_char(text[i - 1]) && is_word_char(text[i + 1]);
         esc = !intraword;
@@ -39,25 +45,28 @@ std::string escape(std::string_view text) {
 std::string rules_markdown() {
   std::string md;
   md += "# asynccheck rules\n\n";
-  md += "Generated from the rule catalog (`rules/rules.def`) by `asynccheck --list-rules=markdown`; do not edit by "
-        "hand. Each rule rests on a sentence of NVIDIA's documentation, linked from its section. The ids are stable: "
-        "use them in suppressions and baselines.\n\n";
+  md +=
+      "Generated from the rule catalog (`rules/rules.def`) by `asynccheck --list-rules=markdown`; do not edit by "
+      "hand. Each rule rests on a sentence of NVIDIA's documentation, linked from its section. The ids are stable: "
+      "use them in suppressions and baselines.\n\n";
   md += "## Levels\n\n";
-  md += "A rule's level says how a finding of it is reported when asynccheck observes the call. "
-        "**none**: the documentation says the call is asynchronous; asynccheck never flags it. "
-        "**note**: the call is meant to block (explicit synchronization), reported only when it waited for GPU work at "
-        "least `--threshold` (or its site's waits under it add up to `--site-threshold`); the `cost-*` rules are notes "
-        "too: time a call spent on its own, waiting for no GPU work, reported from `--cost-threshold`. "
-        "**warning**: an implicit synchronization or serialization the author may not know of. "
-        "**error**: an \"Async\" call that the documentation says may block the host.\n\n";
+  md +=
+      "A rule's level says how a finding of it is reported when asynccheck observes the call. "
+      "**none**: the documentation says the call is asynchronous; asynccheck never flags it. "
+      "**note**: the call is meant to block (explicit synchronization), reported only when it waited for GPU work at "
+      "least `--threshold` (or its site's waits under it add up to `--site-threshold`); the `cost-*` rules are notes "
+      "too: time a call spent on its own, waiting for no GPU work, reported from `--cost-threshold`. "
+      "**warning**: an implicit synchronization or serialization the author may not know of. "
+      "**error**: an \"Async\" call that the documentation says may block the host.\n\n";
   md += "## CUDA graphs\n\n";
-  md += "Work issued to a stream while it captures a graph (`cudaStreamBeginCapture` ... `cudaStreamEndCapture`, "
-        "including streams that joined the capture by waiting on an event recorded in it) is recorded into the graph, "
-        "not executed, so no rule about its execution applies: such calls are counted (`captured_calls` in the JSON "
-        "report) and never judged. Calls that a capture refused (CUDA errors 900-908, e.g. a synchronization of a "
-        "capturing stream, or any use of the legacy stream while a blocking stream captures) returned at once without "
-        "doing anything and are not judged either. A graph launch is judged like a kernel launch "
-        "([`graph-launch`](#graph-launch)): what it holds the host for is measured.\n\n";
+  md +=
+      "Work issued to a stream while it captures a graph (`cudaStreamBeginCapture` ... `cudaStreamEndCapture`, "
+      "including streams that joined the capture by waiting on an event recorded in it) is recorded into the graph, "
+      "not executed, so no rule about its execution applies: such calls are counted (`captured_calls` in the JSON "
+      "report) and never judged. Calls that a capture refused (CUDA errors 900-908, e.g. a synchronization of a "
+      "capturing stream, or any use of the legacy stream while a blocking stream captures) returned at once without "
+      "doing anything and are not judged either. A graph launch is judged like a kernel launch "
+      "([`graph-launch`](#graph-launch)): what it holds the host for is measured.\n\n";
   md += "## Summary\n\n";
   md += "| Id | Level | Title |\n";
   md += "|----|-------|-------|\n";

@@ -28,12 +28,14 @@ TEST(Analyze, PageableCopiesAreDocumentedObservedWithTheirOwnWorkAsEvidence) {
   Builder b;
   const uint64_t s = 0x5000;
   b.stream_create(s, 1, 0);
-  ApiCall& h2d = b.copy(true, rules::CopyDirection::Default, MemoryKind::Pageable, MemoryKind::Device, 256 << 20, 1 * kMs, 40 * kMs, s);
+  ApiCall& h2d = b.copy(true, rules::CopyDirection::Default, MemoryKind::Pageable, MemoryKind::Device, 256 << 20,
+                        1 * kMs, 40 * kMs, s);
   b.op(GpuOpKind::Memcpy, h2d, 2 * kMs, 39 * kMs + 990'000, 13, 1, 3);
   ApiCall& k = b.call(ApiKind::KernelLaunch, 40 * kMs + 100, 40 * kMs + 5000, s);
   k.function = 0x1234;
   b.op(GpuOpKind::Kernel, k, 40 * kMs + 10'000, 60 * kMs, 13);
-  ApiCall& d2h = b.copy(true, rules::CopyDirection::Default, MemoryKind::Device, MemoryKind::Pageable, 256 << 20, 40 * kMs + 6000, 70 * kMs, s);
+  ApiCall& d2h = b.copy(true, rules::CopyDirection::Default, MemoryKind::Device, MemoryKind::Pageable, 256 << 20,
+                        40 * kMs + 6000, 70 * kMs, s);
   b.op(GpuOpKind::Memcpy, d2h, 60 * kMs + 2000, 69 * kMs + 995'000, 13, 3, 1);
 
   Analysis a = analyze(b.log, AnalysisOptions{});
@@ -55,7 +57,8 @@ TEST(Analyze, PageableCopiesAreDocumentedObservedWithTheirOwnWorkAsEvidence) {
 
 TEST(Analyze, PinnedCopiesThatDidNotBlockAreSilent) {
   Builder b;
-  ApiCall& h2d = b.copy(true, rules::CopyDirection::HostToDevice, MemoryKind::Pinned, MemoryKind::Device, 256 << 20, 0, 8000, 0x10);
+  ApiCall& h2d = b.copy(true, rules::CopyDirection::HostToDevice, MemoryKind::Pinned, MemoryKind::Device, 256 << 20, 0,
+                        8000, 0x10);
   b.op(GpuOpKind::Memcpy, h2d, 9000, 20 * kMs, 13, 2, 3);
   Analysis a = analyze(b.log, AnalysisOptions{});
   EXPECT_TRUE(a.findings.empty());
@@ -64,7 +67,8 @@ TEST(Analyze, PinnedCopiesThatDidNotBlockAreSilent) {
 
 TEST(Analyze, DocumentedButNotObservedIsCountedNotReported) {
   Builder b;
-  ApiCall& d2h = b.copy(true, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pageable, 1 << 20, 0, 50'000, 0x10);
+  ApiCall& d2h = b.copy(true, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pageable, 1 << 20, 0,
+                        50'000, 0x10);
   b.op(GpuOpKind::Memcpy, d2h, 1000, 45'000, 13, 3, 1);
   Analysis a = analyze(b.log, AnalysisOptions{});
   ASSERT_EQ(a.findings.size(), 1u);  // kept for its site's total only: it waited 45 us, under the threshold
@@ -76,7 +80,8 @@ TEST(Analyze, DocumentedButNotObservedIsCountedNotReported) {
 TEST(Analyze, ActivityRecordKindWinsAndTheDisagreementIsNoted) {
   Builder b;
   // We thought the host buffer was pageable; the driver says pinned (registered before we attached).
-  ApiCall& d2h = b.copy(true, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pageable, 1 << 20, 0, 5 * kMs, 0x10);
+  ApiCall& d2h = b.copy(true, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pageable, 1 << 20, 0,
+                        5 * kMs, 0x10);
   b.op(GpuOpKind::Memcpy, d2h, 1000, 5 * kMs - 1000, 13, 3, 2);
   Analysis a = analyze(b.log, AnalysisOptions{});
   EXPECT_EQ(a.described[0].dst, MemoryKind::Pinned);
@@ -110,7 +115,8 @@ TEST(Analyze, UndocumentedOwnCostIsACostFindingFromTheCostThreshold) {
   }
   // A short hold that waited for its own copy: a wait, reported from threshold_ns.
   Builder b;
-  ApiCall& h2d = b.copy(true, rules::CopyDirection::HostToDevice, MemoryKind::Pinned, MemoryKind::Device, 1 << 20, 0, 300 * kUs, 0x10);
+  ApiCall& h2d = b.copy(true, rules::CopyDirection::HostToDevice, MemoryKind::Pinned, MemoryKind::Device, 1 << 20, 0,
+                        300 * kUs, 0x10);
   b.op(GpuOpKind::Memcpy, h2d, 1000, 300 * kUs - 2000, 13, 2, 3);
   Analysis a = analyze(b.log, o);
   ASSERT_EQ(a.findings.size(), 1u);
@@ -304,7 +310,8 @@ TEST(AnalyzeCapture, CapturedCallsAreCountedNotJudgedAndTheEndRestoresJudging) {
   const uint64_t s = 0x5000;
   b.stream_create(s, 0, 0);  // blocking
   capture_begin(b, s, 1 * kMs);
-  b.copy(true, rules::CopyDirection::HostToDevice, MemoryKind::Pageable, MemoryKind::Device, 32 << 20, 2 * kMs, 5 * kMs, s);
+  b.copy(true, rules::CopyDirection::HostToDevice, MemoryKind::Pageable, MemoryKind::Device, 32 << 20, 2 * kMs, 5 * kMs,
+         s);
   ApiCall& m = b.call(ApiKind::Memset, 5 * kMs + 10 * kUs, 5 * kMs + 15 * kUs, s);
   m.call.async_form = true;
   m.call.bytes = 32 << 20;
@@ -335,13 +342,13 @@ TEST(AnalyzeCapture, AStreamJoinsThroughAnEventAndLeavesWhenTheOriginEnds) {
   b.stream_create(s, 0, 0);
   b.stream_create(side, 0, 20);
   b.stream_create(other, 0, 40);
-  event_call(b, ApiKind::EventRecord, other, unrelated, 100);        // 3: outside any capture
-  b.call(ApiKind::KernelLaunch, 1 * kMs, 2 * kMs, side);             // 4: side, before the capture: judged
-  capture_begin(b, s, 3 * kMs);                                      // 5
-  b.call(ApiKind::KernelLaunch, 3 * kMs + 5 * kUs, 4 * kMs + 5 * kUs, side);  // 6: side has not joined yet: judged
-  event_call(b, ApiKind::EventRecord, s, fork, 4 * kMs + 10 * kUs);  // 7: the fork event, in the capture
-  event_call(b, ApiKind::StreamWaitEvent, side, fork, 4 * kMs + 20 * kUs);  // 8: side joins
-  b.call(ApiKind::KernelLaunch, 5 * kMs, 6 * kMs, side);                    // 9: recorded
+  event_call(b, ApiKind::EventRecord, other, unrelated, 100);                     // 3: outside any capture
+  b.call(ApiKind::KernelLaunch, 1 * kMs, 2 * kMs, side);                          // 4: side, before the capture: judged
+  capture_begin(b, s, 3 * kMs);                                                   // 5
+  b.call(ApiKind::KernelLaunch, 3 * kMs + 5 * kUs, 4 * kMs + 5 * kUs, side);      // 6: side has not joined yet: judged
+  event_call(b, ApiKind::EventRecord, s, fork, 4 * kMs + 10 * kUs);               // 7: the fork event, in the capture
+  event_call(b, ApiKind::StreamWaitEvent, side, fork, 4 * kMs + 20 * kUs);        // 8: side joins
+  b.call(ApiKind::KernelLaunch, 5 * kMs, 6 * kMs, side);                          // 9: recorded
   event_call(b, ApiKind::StreamWaitEvent, other, unrelated, 6 * kMs + 10 * kUs);  // 10: not a capture event
   b.call(ApiKind::KernelLaunch, 7 * kMs, 8 * kMs, other);                         // 11: other did not join
   capture_end(b, s, 9 * kMs);                                                     // 12
@@ -356,7 +363,7 @@ TEST(AnalyzeCapture, AStreamJoinsThroughAnEventAndLeavesWhenTheOriginEnds) {
   EXPECT_EQ(a.captured_calls, 3u);
   std::vector<size_t> judged_launches;
   for (const Finding& f : a.findings) judged_launches.push_back(f.call);
-  EXPECT_EQ(judged_launches, (std::vector<size_t>{4, 6, 11, 13}));  // each held 1 ms (the cost threshold)
+  EXPECT_EQ(judged_launches, (std::vector<size_t>{4, 6, 11, 13}));          // each held 1 ms (the cost threshold)
   for (const Finding& f : a.findings) EXPECT_EQ(f.rule, RuleId::CostCall);  // waiting for nothing: their own cost
 }
 
@@ -365,8 +372,8 @@ TEST(AnalyzeCapture, AnEventRecordedAgainOutsideTheCaptureNoLongerJoins) {
   Builder b;
   const uint64_t s = 0x5000, side = 0x6000, other = 0x7000, e = 0xe1;
   capture_begin(b, s, 0);
-  event_call(b, ApiKind::EventRecord, s, e, 10 * kUs);       // 1: in the capture
-  event_call(b, ApiKind::EventRecord, other, e, 20 * kUs);   // 2: again, outside
+  event_call(b, ApiKind::EventRecord, s, e, 10 * kUs);         // 1: in the capture
+  event_call(b, ApiKind::EventRecord, other, e, 20 * kUs);     // 2: again, outside
   event_call(b, ApiKind::StreamWaitEvent, side, e, 30 * kUs);  // 3: an ordinary wait
   b.call(ApiKind::KernelLaunch, 40 * kUs, 50 * kUs, side);     // 4
   const Analysis a = analyze(b.log, AnalysisOptions{});
@@ -383,10 +390,10 @@ TEST(AnalyzeCapture, OnlyASuccessfulEndOnTheOriginStreamEndsTheCapture) {
   capture_begin(b, s, 0);
   event_call(b, ApiKind::EventRecord, s, e, 10 * kUs);
   event_call(b, ApiKind::StreamWaitEvent, side, e, 20 * kUs);
-  capture_end(b, side, 30 * kUs).result = 903;  // 3: cudaErrorStreamCaptureUnmatched: not the origin
-  capture_end(b, s, 60 * kUs).result = kCaptureWrongThread;  // 4: refused
+  capture_end(b, side, 30 * kUs).result = 903;                // 3: cudaErrorStreamCaptureUnmatched: not the origin
+  capture_end(b, s, 60 * kUs).result = kCaptureWrongThread;   // 4: refused
   b.call(ApiKind::KernelLaunch, 100 * kUs, 110 * kUs, side);  // 5: still captured
-  capture_end(b, s, 200 * kUs);                                // 6
+  capture_end(b, s, 200 * kUs);                               // 6
   b.call(ApiKind::KernelLaunch, 300 * kUs, 310 * kUs, side);  // 7
   b.call(ApiKind::KernelLaunch, 320 * kUs, 330 * kUs, s);     // 8
   const Analysis a = analyze(b.log, AnalysisOptions{});
@@ -399,7 +406,7 @@ TEST(AnalyzeCapture, OnlyASuccessfulEndOnTheOriginStreamEndsTheCapture) {
 TEST(AnalyzeCapture, AFailedBeginAndTheLegacyStreamCaptureNothing) {
   Builder b;
   capture_begin(b, 0x5000, 0).result = 1;  // cudaErrorInvalidValue
-  capture_begin(b, 0x1, 10 * kUs);          // cudaStreamLegacy: the driver refuses it (a recording says success)
+  capture_begin(b, 0x1, 10 * kUs);         // cudaStreamLegacy: the driver refuses it (a recording says success)
   b.call(ApiKind::KernelLaunch, 20 * kUs, 30 * kUs, 0x5000);
   b.call(ApiKind::KernelLaunch, 40 * kUs, 50 * kUs, 0x1);
   b.call(ApiKind::KernelLaunch, 60 * kUs, 70 * kUs, 0);

@@ -111,7 +111,7 @@ TEST(AwaitedRecords, ACallWhoseRecordNeverComesIsGivenUpOnAForcedFlushTenSeconds
 TEST(AwaitedRecords, LaterWorkIsReadInHostOrderNotByCorrelationId) {
   AwaitedRecords w;
   ApiCall other_thread = call(ApiKind::KernelLaunch, 41, 90 * kUs);  // began before the graph launch, a larger id
-  other_thread.end_ns = 300 * kUs;                                    // ... and enqueued after it returned? unknown
+  other_thread.end_ns = 300 * kUs;                                   // ... and enqueued after it returned? unknown
   const ApiCall graph = call(ApiKind::GraphLaunch, 40, 100 * kUs);
   w.add_calls({other_thread, graph});
   w.add_records({record(40, 110 * kUs, 120 * kUs, 7)});

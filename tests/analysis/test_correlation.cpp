@@ -32,7 +32,7 @@ TEST(CorrelationIndex, OwnAndNestedDriverIdsFindTheCallTheFirstCallWinsAndSyncRe
     EXPECT_EQ(idx.call_of(7), 1);
     EXPECT_EQ(idx.call_of(42), CorrelationIndex::kNone);
     EXPECT_EQ(idx.producer(3), CorrelationIndex::kNone);  // work of a call we do not watch
-    EXPECT_EQ(idx.producer(4), 1);                         // a sync record has its call either way
+    EXPECT_EQ(idx.producer(4), 1);                        // a sync record has its call either way
     const auto a = idx.ops_of(0);
     EXPECT_EQ(std::vector<uint32_t>(a.begin(), a.end()), (std::vector<uint32_t>{0, 1, 5}));
     const auto b = idx.ops_of(1);

@@ -148,7 +148,8 @@ TEST(Recording, PythonFramesRoundTripAndAreOptional) {
   std::stringstream plain;
   write_recording(plain, log);
   EXPECT_EQ(plain.str().find("pyframe"), std::string::npos) << plain.str();  // native programs: as before
-  log.stacks[0].python = {{"/home/me/my project/train.py", "step", 12}, {"/home/me/my project/train.py", "<module>", 40}};
+  log.stacks[0].python = {{"/home/me/my project/train.py", "step", 12},
+                          {"/home/me/my project/train.py", "<module>", 40}};
   log.stacks.push_back(Stack{{}, {{"/opt/venv/lib/python3.12/site-packages/torch/_tensor.py", "to", 0}}});
   std::stringstream s;
   write_recording(s, log);
@@ -180,29 +181,48 @@ TEST(Recording, BadInputGetsPreciseErrors) {
   const std::vector<BadCase> cases = {
       {"empty", "", "empty file: not an asynccheck recording"},
       {"magic", "hello\n", "line 1: not an asynccheck recording (expected first line 'asynccheck-recording 1')"},
-      {"version", "asynccheck-recording 9\n", "line 1: recording version '9' is not supported (this asynccheck reads version 1)"},
-      {"tag", head + "bogus 1\n", "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, carried, carried_not_observed, carried_site, analyzed, finding, end)"},
-      {"op fields", head + "op kernel 1 2\n", "line 2: expected 13 fields after 'op', got 3 (op kind corr start end device context stream bytes copy_kind src_kind dst_kind sync_type name)"},
-      {"op kind", head + "op warp 1 2 3 0 0 0 0 0 0 0 0 -\n", "line 2: field 'kind': 'warp' is not one of: memcpy, memset, kernel, sync, migration"},
+      {"version", "asynccheck-recording 9\n",
+       "line 1: recording version '9' is not supported (this asynccheck reads version 1)"},
+      {"tag", head + "bogus 1\n",
+       "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, "
+       "mark, carried, carried_not_observed, carried_site, analyzed, finding, end)"},
+      {"op fields", head + "op kernel 1 2\n",
+       "line 2: expected 13 fields after 'op', got 3 (op kind corr start end device context stream bytes copy_kind "
+       "src_kind dst_kind sync_type name)"},
+      {"op kind", head + "op warp 1 2 3 0 0 0 0 0 0 0 0 -\n",
+       "line 2: field 'kind': 'warp' is not one of: memcpy, memset, kernel, sync, migration"},
       {"op order", head + "op kernel 1 5 3 0 0 0 0 0 0 0 0 -\n", "line 2: op ends before it starts"},
       {"number", head + "mark module-loaded x 0\n", "line 2: field 'time': 'x' is not a decimal integer in range"},
       {"api order", head + "api 3 cudaFree\n", "line 2: api index 3 out of order (expected 0)"},
-      {"run key", head + "run color=blue\n", "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, cost_threshold_ns, module_loading, launch_blocking, complete, end, rank, rank_from)"},
+      {"run key", head + "run color=blue\n",
+       "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, "
+       "threshold_ns, cost_threshold_ns, module_loading, launch_blocking, complete, end, rank, rank_from)"},
       {"after end", head + "end\nmark module-loaded 1 0\n", "line 3: content after 'end'"},
       {"percent", head + "arg %4\n", "line 2: field 'text': bad percent-encoding in '%4'"},
       {"percent sign", head + "arg %-1\n", "line 2: field 'text': bad percent-encoding in '%-1'"},  // fuzzing
-      {"pyframe fields", head + "stack 1 10\npyframe 1 a.py f\n", "line 3: expected 4 fields after 'pyframe', got 3 (pyframe stack file function line)"},
-      {"pyframe stack", head + "stack 1 10\npyframe 2 a.py f 3\n", "line 3: pyframe of stack 2, which was not declared"},
+      {"pyframe fields", head + "stack 1 10\npyframe 1 a.py f\n",
+       "line 3: expected 4 fields after 'pyframe', got 3 (pyframe stack file function line)"},
+      {"pyframe stack", head + "stack 1 10\npyframe 2 a.py f 3\n",
+       "line 3: pyframe of stack 2, which was not declared"},
       {"pyframe stack 0", head + "pyframe 0 a.py f 3\n", "line 2: pyframe of stack 0, which was not declared"},
       {"pyframe line", head + "stack 1 10\npyframe 1 a.py f -4\n", "line 3: field 'line': -4 is negative"},
-      {"pyframe number", head + "stack 1 10\npyframe 1 a.py f x\n", "line 3: field 'line': 'x' is not a decimal integer in range"},
+      {"pyframe number", head + "stack 1 10\npyframe 1 a.py f x\n",
+       "line 3: field 'line': 'x' is not a decimal integer in range"},
       {"pyframe text", head + "stack 1 10\npyframe 1 a%2 f 3\n", "line 3: field 'file': bad percent-encoding in 'a%2'"},
-      {"carried fields", head + "carried 1 2 3 4\n", "line 2: expected 5 fields after 'carried', got 4 (carried calls ops context_creation_ns kind_disagreements captured_calls)"},
-      {"carried rule", head + "carried_not_observed copy-everything 3\n", "line 2: field 'rule': 'copy-everything' is not a rule id (asynccheck --list-rules lists them)"},
-      {"carried rule twice", head + "carried_not_observed undocumented-block 3\ncarried_not_observed undocumented-block 1\n", "line 3: rule 'undocumented-block' given twice"},
-      {"carried site stack", head + "api 0 cudaMemcpy\ncarried_site 4 0 undocumented-block 1 10 10 0\n", "line 3: field 'stack': stack 4 was not declared"},
-      {"carried site name", head + "carried_site 0 2 undocumented-block 1 10 10 0\n", "line 2: field 'name': api index 2 was not declared by an 'api' line"},
-      {"carried site count", head + "api 0 cudaMemcpy\ncarried_site 0 0 undocumented-block 0 10 10 0\n", "line 3: field 'count': a carried site has at least one finding"},
+      {"carried fields", head + "carried 1 2 3 4\n",
+       "line 2: expected 5 fields after 'carried', got 4 (carried calls ops context_creation_ns kind_disagreements "
+       "captured_calls)"},
+      {"carried rule", head + "carried_not_observed copy-everything 3\n",
+       "line 2: field 'rule': 'copy-everything' is not a rule id (asynccheck --list-rules lists them)"},
+      {"carried rule twice",
+       head + "carried_not_observed undocumented-block 3\ncarried_not_observed undocumented-block 1\n",
+       "line 3: rule 'undocumented-block' given twice"},
+      {"carried site stack", head + "api 0 cudaMemcpy\ncarried_site 4 0 undocumented-block 1 10 10 0\n",
+       "line 3: field 'stack': stack 4 was not declared"},
+      {"carried site name", head + "carried_site 0 2 undocumented-block 1 10 10 0\n",
+       "line 2: field 'name': api index 2 was not declared by an 'api' line"},
+      {"carried site count", head + "api 0 cudaMemcpy\ncarried_site 0 0 undocumented-block 0 10 10 0\n",
+       "line 3: field 'count': a carried site has at least one finding"},
   };
   for (const BadCase& c : cases) {
     std::stringstream in(c.text);
@@ -214,7 +234,9 @@ TEST(Recording, BadInputGetsPreciseErrors) {
 }
 
 TEST(Recording, CallReferringToUndeclaredNamesIsRejected) {
-  std::stringstream in("asynccheck-recording 1\ncall 1 0 10 20 0 runtime 5 0 copy 1 0 d2h 8 device pageable legacy 0 0 0 auto 0 0 0 0 0 0 0 0\n");
+  std::stringstream in(
+      "asynccheck-recording 1\ncall 1 0 10 20 0 runtime 5 0 copy 1 0 d2h 8 device pageable legacy 0 0 0 auto 0 0 0 0 0 "
+      "0 0 0\n");
   EventLog log;
   std::string error;
   EXPECT_FALSE(read_recording(in, log, error));
@@ -254,7 +276,8 @@ TEST(Recording, NvtxRangesRoundTripAndStayOptional) {
 
 TEST(Recording, BadNvtxLinesGetPreciseErrors) {
   const std::string head = "asynccheck-recording 1\napi 0 cudaFree\n";
-  const std::string call = "call 1 0 10 20 0 runtime 5 0 copy 1 0 d2h 8 device pageable legacy 0 0 0 auto 0 0 0 0 0 0 0 0";
+  const std::string call =
+      "call 1 0 10 20 0 runtime 5 0 copy 1 0 d2h 8 device pageable legacy 0 0 0 auto 0 0 0 0 0 0 0 0";
   const std::vector<BadCase> cases = {
       {"nvtx fields", head + "nvtx 1 forward\n", "line 3: expected 3 fields after 'nvtx', got 2 (nvtx id domain name)"},
       {"nvtx order", head + "nvtx 2 %00 forward\n", "line 3: nvtx id 2 out of order (expected 1)"},
@@ -265,11 +288,14 @@ TEST(Recording, BadNvtxLinesGetPreciseErrors) {
        "line 4: field 'nvtx': NVTX range 0 was not declared by an 'nvtx' line (valid: 1 to 1, or no field for none)"},
       {"not a number", head + call + " x\n", "line 3: field 'nvtx': 'x' is not a decimal integer in range"},
       {"call fields", head + call + " 1 1\n",
-       "line 3: expected 28 or 29 fields after 'call', got 30 (call corr driver_corr start end thread domain cbid name api "
-       "async ptds dir bytes src dst stream_kind pending first stream_ordered wait stream src_ptr dst_ptr function handle "
+       "line 3: expected 28 or 29 fields after 'call', got 30 (call corr driver_corr start end thread domain cbid name "
+       "api "
+       "async ptds dir bytes src dst stream_kind pending first stream_ordered wait stream src_ptr dst_ptr function "
+       "handle "
        "flags stack result [nvtx])"},
       {"ctxcall fields", head + "ctxcall 1 0 10\n",
-       "line 3: expected 28 or 29 fields after 'ctxcall', got 3 (call corr driver_corr start end thread domain cbid name "
+       "line 3: expected 28 or 29 fields after 'ctxcall', got 3 (call corr driver_corr start end thread domain cbid "
+       "name "
        "api async ptds dir bytes src dst stream_kind pending first stream_ordered wait stream src_ptr dst_ptr function "
        "handle flags stack result [nvtx])"},
       {"carried site undeclared", head + "nvtx 1 %00 forward\ncarried_site 0 0 undocumented-block 1 10 10 0 2\n",

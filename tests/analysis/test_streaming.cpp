@@ -77,7 +77,6 @@ std::vector<std::pair<fs::path, EventLog>> committed_recordings() {
   return out;
 }
 
-
 struct Builder {
   EventLog log;
   uint64_t next_corr = 1;
@@ -96,7 +95,8 @@ struct Builder {
     log.calls.push_back(c);
     return log.calls.back();
   }
-  void op(GpuOpKind kind, uint64_t corr, uint64_t start, uint64_t end, uint32_t stream, uint8_t src = 0, uint8_t dst = 0) {
+  void op(GpuOpKind kind, uint64_t corr, uint64_t start, uint64_t end, uint32_t stream, uint8_t src = 0,
+          uint8_t dst = 0) {
     GpuOp o;
     o.kind = kind;
     o.correlation_id = corr;
@@ -118,7 +118,8 @@ struct Builder {
   }
   // Records in start order, as a recording has them (ops added out of order above).
   void sort_ops_by_start() {
-    std::stable_sort(log.ops.begin(), log.ops.end(), [](const GpuOp& p, const GpuOp& q) { return before_in_log(p, q); });
+    std::stable_sort(log.ops.begin(), log.ops.end(),
+                     [](const GpuOp& p, const GpuOp& q) { return before_in_log(p, q); });
   }
   // An ordinary launch on a non-blocking stream, its kernel running right away.
   uint64_t launch(uint64_t t, uint64_t stream = 0x7000, uint64_t function = 1) {
@@ -155,14 +156,6 @@ Builder ordinary_run(size_t launches) {
   }
   return b;
 }
-
-
-
-
-
-
-
-
 
 // The capture's running compaction (analysis/feed.h): events delivered in rounds, the way the capture takes
 // them (the calls that returned and the work that ended before each round), compacted in small chunks.
@@ -257,13 +250,14 @@ TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
     report::RecordingStream stream;
     std::string error;
     size_t tables_asked = 0;
-    ASSERT_TRUE(stream.open(out.string(), true, original.api_names,
-                            [&](std::vector<Stack>& stacks, std::vector<NvtxRange>& ranges) {
-                              ++tables_asked;
-                              stacks = original.stacks;
-                              ranges = original.nvtx_ranges;
-                            },
-                            error))
+    ASSERT_TRUE(stream.open(
+        out.string(), true, original.api_names,
+        [&](std::vector<Stack>& stacks, std::vector<NvtxRange>& ranges) {
+          ++tables_asked;
+          stacks = original.stacks;
+          ranges = original.nvtx_ranges;
+        },
+        error))
         << error;
     AnalysisFeed feed(compact_options(original, 200 * kUs), original.run.env, 5);
     feed.set_sink(&stream);
@@ -389,8 +383,8 @@ TEST(AnalysisFeed, WithAFlushPeriodLateRecordsChangeNothing) {
     for (size_t forced_every : {size_t{2}, size_t{5}}) {
       for (bool hold_all : {false, true}) {
         FeedStats st;
-        const EventLog out =
-            run_compactor_with_flush_period(original, rounds_of(original, 13), forced_every, hold_all, 200 * kUs, 5, &st);
+        const EventLog out = run_compactor_with_flush_period(original, rounds_of(original, 13), forced_every, hold_all,
+                                                             200 * kUs, 5, &st);
         EXPECT_EQ(json_of(out), expected) << path << ": a forced flush every " << forced_every << " rounds"
                                           << (hold_all ? ", no record before it" : ", half the records before it");
         EXPECT_EQ(st.late_ops, 0u) << path;  // held back until the next forced flush is not late
@@ -492,7 +486,7 @@ TEST(AnalysisFeed, AGraphLaunchIsJudgedByItsFirstNodeEvenIfItEndsLast) {
   ApiCall& g = b.call(ApiKind::GraphLaunch, 1 * kMs, 1 * kMs + 5 * kUs, 0);
   g.stack = 1;
   const uint64_t graph = g.correlation_id;
-  b.op(GpuOpKind::Kernel, graph, 10 * kMs + 5 * kUs, 300 * kMs, 7);             // first to start, ends last
+  b.op(GpuOpKind::Kernel, graph, 10 * kMs + 5 * kUs, 300 * kMs, 7);              // first to start, ends last
   b.op(GpuOpKind::Kernel, graph, 10 * kMs + 50 * kUs, 10 * kMs + 100 * kUs, 8);  // the other branch: no delay
   for (uint64_t t = 2 * kMs; t < 400 * kMs; t += 100 * kUs) b.launch(t, 0x8000);
   const std::string expected = json_of(b.log);
@@ -508,9 +502,9 @@ TEST(AnalysisFeed, ForcedFlushesEveryRoundOrWhenTheRecordsLagAPeriod) {
   EXPECT_TRUE(force_flush(5'000, 0, 1'000'000, 0, 0));        // the first round
   EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 10, 0));  // the records lag less than the period
   EXPECT_FALSE(force_flush(1'003'999, 4'000, 1'000'000, 10, 0));
-  EXPECT_TRUE(force_flush(1'004'000, 4'000, 1'000'000, 10, 0));  // a period behind
-  EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 499, 1000));  // the backlog below half its limit
-  EXPECT_TRUE(force_flush(5'000, 4'000, 1'000'000, 500, 1000));   // at half: flush before it sheds
+  EXPECT_TRUE(force_flush(1'004'000, 4'000, 1'000'000, 10, 0));    // a period behind
+  EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 499, 1000));   // the backlog below half its limit
+  EXPECT_TRUE(force_flush(5'000, 4'000, 1'000'000, 500, 1000));    // at half: flush before it sheds
   EXPECT_EQ(behind_at(0, 16'384, 262'144), 32'768u);               // two rounds
   EXPECT_EQ(behind_at(5'000'000'000, 16'384, 262'144), 131'072u);  // what forces a flush
   EXPECT_EQ(behind_at(5'000'000'000, 16'384, 0), 32'768u);         // no backlog limit: two rounds still
@@ -593,7 +587,7 @@ TEST(AnalysisFeed, TheRecordsHorizonIsTheOldestCallWaitingForItsRecord) {
   ApiCall& g = b.call(ApiKind::GraphLaunch, 200 * kUs, 205 * kUs, 0x7000);
   const ApiCall graph = g;
   b.op(GpuOpKind::Kernel, graph.correlation_id, 210 * kUs, 250 * kUs, 13);  // one node's record came
-  b.launch(300 * kUs, 0x7000);  // its record comes later
+  b.launch(300 * kUs, 0x7000);                                              // its record comes later
   const GpuOp waiting_op = b.log.ops.back();
   b.log.ops.pop_back();
   ApiCall& empty = b.call(ApiKind::Copy, 400 * kUs, 405 * kUs, 0x7000);  // enqueues nothing: no record to wait for
@@ -778,8 +772,8 @@ TEST(AnalysisFeed, UntimedWorkBehindAGraphIsNoProofThatItEnded) {
 TEST(AnalysisFeed, ThePreviousOpOfWorkStillToComeStays) {
   Builder b;
   b.streams_9000_blocking_8000_not();
-  b.launch(20 * kUs, 0x8000);  // the kernel name's first op
-  b.op(GpuOpKind::Memcpy, 999'999, 350 * kUs, 1300 * kUs, 7);  // P: legacy stream, no watched producer
+  b.launch(20 * kUs, 0x8000);                                                   // the kernel name's first op
+  b.op(GpuOpKind::Memcpy, 999'999, 350 * kUs, 1300 * kUs, 7);                   // P: legacy stream, no watched producer
   ApiCall& zc = b.call(ApiKind::KernelLaunch, 1100 * kUs, 1103 * kUs, 0x9000);  // Z: blocking stream, after P
   zc.function = 2;
   b.op(GpuOpKind::Kernel, zc.correlation_id, 1300 * kUs, 10 * kMs, 9);
@@ -922,7 +916,7 @@ TEST(AnalysisFeed, PastTheLimitTheWorkOfCallsAlreadyCompactedStays) {
   const Analysis whole = analyze(b.log, options_for(b.log));
   AnalysisFeed compactor(compact_options(b.log, 2 * kMs), b.log.run.env, 1, /*max_backlog=*/4096);
   compactor.add(first, b.log.ops, {}, 0, first.back().start_ns + 1);
-  compactor.compact_chunk(1 * kUs);  // the copy moves into the compacted log; its work (from 2 ms) stays behind
+  compactor.compact_chunk(1 * kUs);     // the copy moves into the compacted log; its work (from 2 ms) stays behind
   compactor.add(second, {}, {}, 0, t);  // past the limit: shed_hard
   ASSERT_GT(compactor.stats().shed_calls, 0u);
   while (compactor.has_backlog()) compactor.compact_chunk(t + 10 * kMs);
@@ -1003,7 +997,7 @@ TEST(AnalysisFeed, TheCapturesPerThreadLimitShedsOrdinaryCallsThenFastOnesThenLo
     EXPECT_EQ(at_thread(*c, kLoseAtShares * kShare, kShare, true, 100 * kUs), AtThread::Lose);
   }
   EXPECT_EQ(at_thread(launch, kShare, kShare, true, 100 * kUs), AtThread::Shed);
-  EXPECT_EQ(at_thread(launch, kShare, kShare, false, 100 * kUs), AtThread::Keep);  // a first launch
+  EXPECT_EQ(at_thread(launch, kShare, kShare, false, 100 * kUs), AtThread::Keep);      // a first launch
   EXPECT_EQ(at_thread(launch, 2 * kShare, kShare, false, 100 * kUs), AtThread::Shed);  // fast, no stack
   EXPECT_EQ(at_thread(record, kShare, kShare, true, 100 * kUs), AtThread::Keep);
   EXPECT_EQ(at_thread(record, 2 * kShare, kShare, true, 100 * kUs), AtThread::Shed);
@@ -1061,8 +1055,9 @@ TEST(AnalysisFeed, WorkOfCallsTheCaptureShedDoesNotPileUp) {
   EXPECT_EQ(out.calls.size() + out.carried.calls, b.log.calls.size());
   for (const ApiCall& c : kept) {
     if (c.stack == 0) continue;
-    EXPECT_TRUE(std::any_of(out.ops.begin(), out.ops.end(), [&](const GpuOp& o) { return o.correlation_id == c.correlation_id; }))
-        << "the work of a kept call was dropped";
+    EXPECT_TRUE(std::any_of(out.ops.begin(), out.ops.end(), [&](const GpuOp& o) {
+      return o.correlation_id == c.correlation_id;
+    })) << "the work of a kept call was dropped";
   }
 }
 
@@ -1071,7 +1066,7 @@ TEST(AnalysisFeed, WorkOfCallsTheCaptureShedDoesNotPileUp) {
 TEST(Analyze, AGraphLaunchIsJudgedByTheSameNodeWhateverTheRecordsOrder) {
   Builder b;
   ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
-  s.handle = 0x9000;  // blocking
+  s.handle = 0x9000;            // blocking
   b.launch(500 * kUs, 0x9000);  // blocking-stream work in flight when the graph is launched
   b.log.ops.back().stream_id = 9;
   b.log.ops.back().end_ns = 2 * kMs;
@@ -1082,7 +1077,7 @@ TEST(Analyze, AGraphLaunchIsJudgedByTheSameNodeWhateverTheRecordsOrder) {
   const uint64_t y = b.log.calls.back().correlation_id;
   b.log.ops.pop_back();
   b.op(GpuOpKind::Kernel, graph, 2 * kMs, 2 * kMs + 500 * kUs, 7);  // short node
-  b.op(GpuOpKind::Kernel, graph, 2 * kMs, 3 * kMs, 31);              // long node: the graph ends with it
+  b.op(GpuOpKind::Kernel, graph, 2 * kMs, 3 * kMs, 31);             // long node: the graph ends with it
   b.op(GpuOpKind::Kernel, y, 3 * kMs + 1 * kUs, 3 * kMs + 10 * kUs, 9);
   const std::string one = json_of(b.log);
   std::swap(b.log.ops[1], b.log.ops[2]);
@@ -1145,17 +1140,18 @@ struct Sim {
   // stream handle -> (stream id, kind)
   std::pair<uint32_t, int> sid(uint64_t handle, uint32_t thread) {
     switch (handle) {
-      case 0: return {7, 0};            // legacy
+      case 0: return {7, 0};              // legacy
       case 0x2: return {20 + thread, 1};  // per-thread: blocking
       case 0x7000: return {13, 1};
       case 0x9000: return {9, 1};
-      default: return {14, 2};          // 0x8000 non-blocking
+      default: return {14, 2};  // 0x8000 non-blocking
     }
   }
   uint64_t schedule(uint32_t stream, int kind, uint64_t enq, uint64_t dur) {
     uint64_t ready = std::max(enq + pick({1, 2, 5}) * kUs, free_at[stream]);
     if (kind == 0) {
-      for (auto& [s, f] : free_at) if (s != 7 && s != 14) ready = std::max(ready, f);
+      for (auto& [s, f] : free_at)
+        if (s != 7 && s != 14) ready = std::max(ready, f);
     } else if (kind == 1) {
       ready = std::max(ready, free_at[7]);
     }
@@ -1193,7 +1189,10 @@ struct Sim {
         c.thread = th;
         if (held || handle == 0) c.stack = 1 + static_cast<uint32_t>(rnd(2));
         uint64_t corr = c.correlation_id;
-        if (rnd(10) == 0) { c.driver_correlation_id = b.next_corr++; corr = c.driver_correlation_id; }
+        if (rnd(10) == 0) {
+          c.driver_correlation_id = b.next_corr++;
+          corr = c.driver_correlation_id;
+        }
         const uint64_t s = schedule(stream, kind, end, dur);
         add_op(GpuOpKind::Kernel, corr, s, s + dur, stream);
       } else if (what < 62) {  // graph launch, 1-3 nodes
@@ -1266,7 +1265,6 @@ struct Sim {
   }
 };
 
-
 // Random runs delivered in rounds of 7 and 20, chunks of 50 and 1000 calls: the report is the same but for medians
 // (more than samples_per_site findings of a key). `untimed`: 1 record in 50 without timestamps, delivered the round
 // after its call returned, as CUPTI does when its device buffers run out.
@@ -1288,7 +1286,8 @@ void random_runs_in_rounds(bool untimed, uint64_t seeds) {
         if (got != expected) {
           ++bad;
           ADD_FAILURE() << (untimed ? "untimed " : "") << "seed " << seed << " rounds " << rounds << " chunk " << chunk
-                        << "\n" << first_diff(got, expected);
+                        << "\n"
+                        << first_diff(got, expected);
         }
       }
     }
@@ -1320,7 +1319,8 @@ TEST(FeedFuzz, RandomRunsFollowingTheRecordsThatCame) {
           if (got != expected) {
             ++bad;
             ADD_FAILURE() << "seed " << seed << (graphs ? " with graphs" : "") << " forced every " << forced_every
-                          << " chunk " << chunk << "\n" << first_diff(got, expected);
+                          << " chunk " << chunk << "\n"
+                          << first_diff(got, expected);
           }
           // ~100 calls a round; the records of 0-3 rounds are awaited, and the calls the margin keeps.
           if (!graphs || forced_every == 3) {
@@ -1379,8 +1379,5 @@ TEST(LegacyStream, OneAnswerForTheAnalysisAndTheCompaction) {
 }  // namespace asynccheck
 
 namespace asynccheck {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 }  // namespace asynccheck

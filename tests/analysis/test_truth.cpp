@@ -59,9 +59,7 @@ AnalysisOptions options_of(const EventLog& log) {
   return o;
 }
 
-bool is_cost(RuleId r) {
-  return r == RuleId::CostModuleLoad || r == RuleId::CostAllocation || r == RuleId::CostCall;
-}
+bool is_cost(RuleId r) { return r == RuleId::CostModuleLoad || r == RuleId::CostAllocation || r == RuleId::CostCall; }
 
 bool is_own_op(const GpuOp& op, const ApiCall& c) {
   return op.correlation_id == c.correlation_id ||
@@ -82,8 +80,8 @@ std::string describe(const fs::path& path, const EventLog& log, const Finding& f
     << released_by_text(f.evidence.by) << " op " << f.evidence.op;
   if (f.evidence.op >= 0) {
     const GpuOp& op = log.ops[static_cast<size_t>(f.evidence.op)];
-    s << " (kind " << static_cast<int>(op.kind) << " corr " << op.correlation_id << " stream " << op.stream_id
-      << " " << op.start_ns << ".." << op.end_ns << ")";
+    s << " (kind " << static_cast<int>(op.kind) << " corr " << op.correlation_id << " stream " << op.stream_id << " "
+      << op.start_ns << ".." << op.end_ns << ")";
   }
   s << " running " << f.evidence.running_op;
   return s.str();
@@ -165,8 +163,8 @@ TEST(Truth, EveryFindingOfEveryRecordingRestsOnWhatItClaims) {
   EXPECT_GE(recordings, 23u);  // the glob found the committed recordings
   EXPECT_GT(sync_findings, 20u);
   EXPECT_GT(cost_findings, 0u);
-  std::cout << recordings << " recordings, " << findings << " findings (" << sync_findings << " sync, "
-            << cost_findings << " cost)\n";
+  std::cout << recordings << " recordings, " << findings << " findings (" << sync_findings << " sync, " << cost_findings
+            << " cost)\n";
 }
 
 // ---- 2. The traps, recorded on an H100 ----
@@ -356,8 +354,8 @@ TEST(Truth, StreamSyncOfAnIdleStreamWaitsForNoOtherStream) {
   const uint64_t a_handle = 0x5000, b_handle = 0x6000;
   b.stream_create(a_handle, kStreamNonBlockingFlag, 0);
   b.stream_create(b_handle, kStreamNonBlockingFlag, 10);
-  b.kernel(a_handle, 13, 20 * kUs, 30 * kUs, 500 * kUs, 0x1111);    // A: done at 0.5 ms
-  b.kernel(b_handle, 14, 40 * kUs, 50 * kUs, 4 * kMs, 0x2222);      // B: ends at 4 ms
+  b.kernel(a_handle, 13, 20 * kUs, 30 * kUs, 500 * kUs, 0x1111);       // A: done at 0.5 ms
+  b.kernel(b_handle, 14, 40 * kUs, 50 * kUs, 4 * kMs, 0x2222);         // B: ends at 4 ms
   const uint64_t sync_start = 2 * kMs, sync_end = 4 * kMs + 30 * kUs;  // B ends 30 us before it returns
   b.call(ApiKind::StreamSynchronize, sync_start, sync_end, a_handle);
 
@@ -416,7 +414,8 @@ TEST(Truth, AnAsyncCallsCopyThatBeganAfterItReturnedWasNotWaitedFor) {
   ApiCall& late = b.copy(true, rules::CopyDirection::HostToDevice, rules::MemoryKind::Pinned, rules::MemoryKind::Device,
                          1 << 20, 1 * test_logs::kMs, 1 * test_logs::kMs + 150 * test_logs::kUs, 0x10);
   // Began inside it, ended 30 us after it returned: it did not wait for that either.
-  b.op(GpuOpKind::Memcpy, late, 1 * test_logs::kMs + 30 * test_logs::kUs, 1 * test_logs::kMs + 180 * test_logs::kUs, 13, 2, 3);
+  b.op(GpuOpKind::Memcpy, late, 1 * test_logs::kMs + 30 * test_logs::kUs, 1 * test_logs::kMs + 180 * test_logs::kUs, 13,
+       2, 3);
   const Analysis a = analyze(b.log, AnalysisOptions{});
   for (const Finding& f : a.findings) {
     EXPECT_LE(f.waited_ns, f.held_ns);

@@ -31,14 +31,20 @@ TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
     std::vector<std::string> options;
     std::string message;
   } cases[] = {
-      {{"--bogus=1"}, "unknown option '--bogus' (valid: error-exitcode, fail-on, read, threshold, cost_threshold, site_threshold, format, output, json, "
-                      "sarif, trace, log_file, save, handoff, suppressions, baseline, save_baseline, overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, "
-                      "summary, symbolize, activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help, library_frames)"},
-      {{"--threshold=soon"}, "option 'threshold': 'soon' is not a duration (valid: a whole number with ns, us, ms or "
-                             "s, e.g. 100us, 2ms; no unit means us)"},
+      {{"--bogus=1"},
+       "unknown option '--bogus' (valid: error-exitcode, fail-on, read, threshold, cost_threshold, site_threshold, "
+       "format, output, json, "
+       "sarif, trace, log_file, save, handoff, suppressions, baseline, save_baseline, overwrite, compact, "
+       "compact_round, compact_backlog, flush_period, stats, print_limit, "
+       "summary, symbolize, activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help, "
+       "library_frames)"},
+      {{"--threshold=soon"},
+       "option 'threshold': 'soon' is not a duration (valid: a whole number with ns, us, ms or "
+       "s, e.g. 100us, 2ms; no unit means us)"},
       {{"--print-limit"}, "option '--print-limit' needs a value"},
       {{"--format=sarif"}, "option 'format': 'sarif' needs an output path (--output=PATH)"},
-      {{"--format=html", "--output=x"}, "option 'format': 'html' is not a format (valid: json, sarif, trace; comma-separated)"},
+      {{"--format=html", "--output=x"},
+       "option 'format': 'html' is not a format (valid: json, sarif, trace; comma-separated)"},
       {{"--error-exitcode=256"}, "--error-exitcode: '256' is not an exit code (valid: 0 to 255)"},
       {{"--fail-on=fatal"}, "--fail-on: 'fatal' is not a level (valid: note, warning, error)"},
       {{"--json=" + (dir_ / "missing/r.json").string()},
@@ -90,7 +96,8 @@ TEST_F(Cli, AnalyzeBadInput) {
       << r.err;
   r = asynccheck({"--read=" + kRecording.string(), "--", "/bin/true"});
   EXPECT_EQ(r.code(), 2);
-  EXPECT_EQ(r.first_err_line(), "asynccheck: ERROR: --read analyzes a recording: no program may follow it (got '/bin/true')");
+  EXPECT_EQ(r.first_err_line(),
+            "asynccheck: ERROR: --read analyzes a recording: no program may follow it (got '/bin/true')");
   r = asynccheck({"analyze"});
   EXPECT_EQ(r.code(), 2);
 }
@@ -135,15 +142,16 @@ TEST_F(Cli, CompactedRecordingsAnalyzeAtTheirThresholdOnly) {
 
   Result r = asynccheck({"analyze", compacted.string(), "--threshold=50us"});
   EXPECT_EQ(r.code(), 2);
-  EXPECT_EQ(r.first_err_line(), "asynccheck: ERROR: recording '" + compacted.string() +
-                                    "' was analyzed as it was captured, for threshold=" +
-                                    std::to_string(log.run.threshold_ns) +
-                                    "ns; it can only be analyzed at that threshold (record with --compact=0 to analyze at another)");
+  EXPECT_EQ(r.first_err_line(),
+            "asynccheck: ERROR: recording '" + compacted.string() +
+                "' was analyzed as it was captured, for threshold=" + std::to_string(log.run.threshold_ns) +
+                "ns; it can only be analyzed at that threshold (record with --compact=0 to analyze at another)");
   r = asynccheck({"analyze", compacted.string(), "--threshold=" + std::to_string(log.run.threshold_ns) + "ns"});
   EXPECT_EQ(r.code(), 0) << r.err;
   r = asynccheck({"analyze", compacted.string(), "--trace=" + (dir_ / "t.json").string()});
   EXPECT_EQ(r.code(), 2);
-  EXPECT_TRUE(r.first_err_line().find("lacks the events a trace draws (record with --compact=0") != std::string::npos) << r.err;
+  EXPECT_TRUE(r.first_err_line().find("lacks the events a trace draws (record with --compact=0") != std::string::npos)
+      << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "t.json"));
   // The full recording draws its trace at any threshold.
   r = asynccheck({"analyze", kRecording.string(), "--threshold=50us", "--trace=" + (dir_ / "t.json").string()});
@@ -169,10 +177,12 @@ TEST_F(Cli, ProgramOutputAndExitCodePassThrough) {
 // The options the library acts on in the program reach it: the command passes them in ASYNCCHECK_OPTIONS
 // (cli/run.cpp, child_options), here seen by a program that prints it.
 TEST_F(Cli, LibraryOptionsReachTheProgram) {
-  const Result r = asynccheck({"--device-buffers=16", "--device-buffer-kb=1024", "--flush-period=2s", "--activity-buffer-kb=128", "--compact-backlog=0", "--",
-                               "/bin/sh", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});
+  const Result r =
+      asynccheck({"--device-buffers=16", "--device-buffer-kb=1024", "--flush-period=2s", "--activity-buffer-kb=128",
+                  "--compact-backlog=0", "--", "/bin/sh", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});
   EXPECT_EQ(r.code(), 0) << r.err;
-  for (const char* want : {"device_buffers=16", "device_buffer_kb=1024", "flush_period=2000000000ns", "activity_buffer_kb=128", "compact_backlog=0", "summary=0"}) {
+  for (const char* want : {"device_buffers=16", "device_buffer_kb=1024", "flush_period=2000000000ns",
+                           "activity_buffer_kb=128", "compact_backlog=0", "summary=0"}) {
     EXPECT_NE((":" + r.out).find(std::string(":") + want), std::string::npos) << want << " in " << r.out;
   }
 }
@@ -209,7 +219,8 @@ TEST_F(Cli, ErrorExitcodeBaselineAndSuppressions) {
   EXPECT_NE(r.err.find(" new, "), std::string::npos) << r.err;
   // An emptied baseline: everything is new again.
   std::ofstream(dir_ / "empty.baseline") << "asynccheck-baseline 1\n";
-  EXPECT_EQ(asynccheck({"analyze", rec, "--baseline=" + (dir_ / "empty.baseline").string(), "--error-exitcode=9"}).code(), 9);
+  EXPECT_EQ(
+      asynccheck({"analyze", rec, "--baseline=" + (dir_ / "empty.baseline").string(), "--error-exitcode=9"}).code(), 9);
   // Suppress the sample's own file: nothing left to fail on; the hit count is shown.
   std::ofstream(dir_ / "all.supp") << "# the sample is meant to stall\n*:seed000_answer.cu\n";
   r = asynccheck({"analyze", rec, "--suppressions=" + (dir_ / "all.supp").string(), "--error-exitcode=9"});
@@ -217,15 +228,15 @@ TEST_F(Cli, ErrorExitcodeBaselineAndSuppressions) {
   EXPECT_NE(r.err.find("*:seed000_answer.cu"), std::string::npos) << r.err;
   // --fail-on=error ignores warnings and notes only.
   std::ofstream(dir_ / "errors.supp") << "copy-async-pageable-h2d:*\ncopy-async-pageable-d2h:*\n";
-  r = asynccheck({"analyze", rec, "--suppressions=" + (dir_ / "errors.supp").string(), "--fail-on=error",
-                  "--error-exitcode=9"});
+  r = asynccheck(
+      {"analyze", rec, "--suppressions=" + (dir_ / "errors.supp").string(), "--fail-on=error", "--error-exitcode=9"});
   EXPECT_EQ(r.code(), 0) << r.err;
 }
 
 TEST_F(Cli, OutputWritesEachFormatOnceAndNeverOverwrites) {
   const std::string stem = (dir_ / "r").string();
-  Result r = asynccheck({"--read", kRecording.string(), "--format=json,sarif,trace", "--output=" + stem,
-                         "--log-file=" + stem + ".txt"});
+  Result r = asynccheck(
+      {"--read", kRecording.string(), "--format=json,sarif,trace", "--output=" + stem, "--log-file=" + stem + ".txt"});
   ASSERT_EQ(r.code(), 0) << r.err;
   EXPECT_TRUE(slurp(stem + ".json").starts_with("{\n  \"schema\": \"asynccheck-report\""));
   EXPECT_NE(slurp(stem + ".sarif").find("\"2.1.0\""), std::string::npos);

@@ -42,9 +42,10 @@ uint64_t u(const JsonValue& v) { return v.uint64().value_or(UINT64_MAX); }
 using Key = std::tuple<std::string, std::string, std::string, std::string>;
 Key key_of(const JsonValue& site) {
   const JsonValue& l = site["location"];
-  const std::string where = !l["file"].string().empty() && u(l["line"]) > 0
-                                ? fs::path(l["file"].string()).filename().string() + ":" + std::to_string(u(l["line"]))
-                                : fs::path(l["module"].string()).filename().string() + "+" + std::to_string(u(l["offset"]));
+  const std::string where =
+      !l["file"].string().empty() && u(l["line"]) > 0
+          ? fs::path(l["file"].string()).filename().string() + ":" + std::to_string(u(l["line"]))
+          : fs::path(l["module"].string()).filename().string() + "+" + std::to_string(u(l["offset"]));
   return {site["rule"].string(), site["api"].string(), l["function"].string(), where};
 }
 
@@ -102,7 +103,8 @@ TEST_F(Merge, TwoRunsOfOneRecordingDoubleEveryCountExactly) {
     EXPECT_EQ(u(m["context_creation_ns"]), 2 * u(a["context_creation_ns"]));
     EXPECT_EQ(u(m["kind_disagreements"]), 2 * u(a["kind_disagreements"]));
     ASSERT_EQ(m["not_observed"].size(), a["not_observed"].size());
-    for (const auto& [rule, count] : a["not_observed"].members()) EXPECT_EQ(u(m["not_observed"][rule]), 2 * u(count)) << rule;
+    for (const auto& [rule, count] : a["not_observed"].members())
+      EXPECT_EQ(u(m["not_observed"][rule]), 2 * u(count)) << rule;
     ASSERT_EQ(m["processes"].size(), 2u);
     EXPECT_EQ(m["processes"][0]["file"].string(), one.string());
     EXPECT_EQ(m["processes"][1]["file"].string(), two.string());
@@ -216,13 +218,14 @@ TEST_F(Merge, SarifHasOneInvocationPerProcess) {
             std::string::npos);
   // The summary names the ranks, the JSON each process's rank.
   EXPECT_NE(r.err.find("asynccheck: merged report of 2 processes (ranks 0, 1)"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("from 2 processes (ranks 0, 1); the median is estimated from theirs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("from 2 processes (ranks 0, 1); the median is estimated from theirs"), std::string::npos)
+      << r.err;
 }
 
 TEST_F(Merge, ExitCodeOptionsAndBaselineWorkOnTheMerge) {
   const fs::path a = report_of(kRecording, "a.json"), b = report_of(kRecording, "b.json");
   EXPECT_EQ(merge({a.string(), b.string(), "--error-exitcode=3", "--summary=0"}).code(), 3);  // errors found
-  EXPECT_EQ(merge({a.string(), b.string(), "--summary=0"}).code(), 0);                         // no --error-exitcode
+  EXPECT_EQ(merge({a.string(), b.string(), "--summary=0"}).code(), 0);                        // no --error-exitcode
   const fs::path baseline = dir_ / "merged.baseline";
   ASSERT_EQ(merge({a.string(), b.string(), "--save-baseline=" + baseline.string(), "--summary=0"}).code(), 0);
   EXPECT_NE(slurp(baseline).find("copy-async-pageable-h2d|cudaMemcpyAsync|main|seed000_answer.cu"), std::string::npos);
@@ -233,7 +236,9 @@ TEST_F(Merge, ExitCodeOptionsAndBaselineWorkOnTheMerge) {
   const fs::path supp = dir_ / "s.supp";
   std::ofstream(supp) << "copy-async-pageable-h2d:cudaMemcpyAsync\n";
   const fs::path json = dir_ / "m.json";
-  ASSERT_EQ(merge({a.string(), b.string(), "--suppressions=" + supp.string(), "--json=" + json.string(), "--summary=0"}).code(), 0);
+  ASSERT_EQ(merge({a.string(), b.string(), "--suppressions=" + supp.string(), "--json=" + json.string(), "--summary=0"})
+                .code(),
+            0);
   const JsonValue m = read_json(json);
   ASSERT_EQ(m["suppressions"].size(), 1u);
   EXPECT_EQ(u(m["suppressions"][0]["calls"]), 2u);
@@ -267,7 +272,8 @@ TEST_F(Merge, TheRankOfARecordingNamesItsReport) {
       << r.err;
   EXPECT_NE(r.err.find("asynccheck: [rank 3] SUMMARY: "), std::string::npos) << r.err;
   // Without a rank %r is the pid; the report says no rank.
-  ASSERT_EQ(asynccheck({"analyze", kRecording.string(), "--json=" + (dir_ / "p.%r.json").string(), "--summary=0"}).code(), 0);
+  ASSERT_EQ(
+      asynccheck({"analyze", kRecording.string(), "--json=" + (dir_ / "p.%r.json").string(), "--summary=0"}).code(), 0);
   const JsonValue p = read_json(dir_ / "p.429.json");
   EXPECT_TRUE(p["run"]["rank"].is_null());
   EXPECT_EQ(p["run"]["rank_variable"].string(), "");
@@ -287,9 +293,8 @@ TEST_F(Merge, RanksFromTheEnvironmentNameEachProcesssReport) {
   // bash, not dash: dash leaves with _exit(), which skips exit handlers.
   for (const auto& [var, rank] : std::vector<std::pair<std::string, int>>{
            {"PMI_RANK", 5}, {"SLURM_PROCID", 6}, {"PMIX_RANK", 7}, {"MV2_COMM_WORLD_RANK", 8}}) {
-    r = run({"/bin/bash", "-c", "exit 0"},
-            {"LD_PRELOAD=" + kLibrary.string(), var + "=" + std::to_string(rank),
-             "ASYNCCHECK_OPTIONS=summary=0:json=" + (dir_ / "raw.%r.json").string()});
+    r = run({"/bin/bash", "-c", "exit 0"}, {"LD_PRELOAD=" + kLibrary.string(), var + "=" + std::to_string(rank),
+                                            "ASYNCCHECK_OPTIONS=summary=0:json=" + (dir_ / "raw.%r.json").string()});
     EXPECT_EQ(r.code(), 0) << r.err;
     const fs::path file = dir_ / ("raw." + std::to_string(rank) + ".json");
     ASSERT_TRUE(fs::exists(file)) << var << ": " << r.err;
@@ -321,7 +326,8 @@ TEST_F(Merge, OneFileForEveryRankIsAnErrorBeforeTheProgramRuns) {
       << r.err;
   // One process (a size of 1), or no size known: one file is fine.
   const std::string one = (dir_ / "one.json").string();
-  r = run({kCommand.string(), "--json=" + one, "--", "/bin/true"}, {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1"});
+  r = run({kCommand.string(), "--json=" + one, "--", "/bin/true"},
+          {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1"});
   EXPECT_EQ(r.code(), 0) << r.err;
   EXPECT_TRUE(fs::exists(one));
 }
@@ -364,7 +370,8 @@ TEST_F(Merge, NvtxRangeCountsAreSummedPerRange) {
   auto ranges_of = [](const JsonValue& site) {
     Ranges out;
     if (!site.has("nvtx_ranges")) return out;
-    for (const JsonValue& r : site["nvtx_ranges"].items()) out[{r["name"].string(), r["domain"].string()}] += u(r["count"]);
+    for (const JsonValue& r : site["nvtx_ranges"].items())
+      out[{r["name"].string(), r["domain"].string()}] += u(r["count"]);
     return out;
   };
   const JsonValue ja = read_json(ra), jb = read_json(rb), jm = read_json(merged);
@@ -421,7 +428,8 @@ TEST_F(Merge, BadInputIsExitCodeTwoWithThePlaceAndWhatIsValid) {
   const auto [no_pid, no_pid_text] = mutated("no_pid.json", "\"pid\": 429, ", "");
   const auto [str_count, str_count_text] = mutated("str_count.json", "\"count\": 1,", "\"count\": \"1\",");
   const auto [neg, neg_text] = mutated("neg.json", "\"total_ns\": 27605168", "\"total_ns\": -5");
-  const auto [rule, rule_text] = mutated("rule.json", "\"rule\": \"copy-async-pageable-h2d\"", "\"rule\": \"no-such-rule\"");
+  const auto [rule, rule_text] =
+      mutated("rule.json", "\"rule\": \"copy-async-pageable-h2d\"", "\"rule\": \"no-such-rule\"");
   const auto [maxed, maxed_text] = mutated("max.json", "\"max_ns\": 27605168", "\"max_ns\": 27605169");
   const auto [v2, v2_text] = mutated("v2.json", "\"version\": 1", "\"version\": 2");
   const auto [schema, schema_text] = mutated("schema.json", "\"asynccheck-report\"", "\"other-report\"");
@@ -436,36 +444,61 @@ TEST_F(Merge, BadInputIsExitCodeTwoWithThePlaceAndWhatIsValid) {
 
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "merge needs at least one report (usage: asynccheck merge [options] REPORT.json...)"},
-      {{(dir_ / "none.json").string()}, "cannot read report '" + (dir_ / "none.json").string() + "': No such file or directory"},
+      {{(dir_ / "none.json").string()},
+       "cannot read report '" + (dir_ / "none.json").string() + "': No such file or directory"},
       {{(dir_ / "reports").string()},
-       "cannot read report '" + (dir_ / "reports").string() + "': it is a directory (valid: report files; let the shell "
-       "expand a glob: " + (dir_ / "reports").string() + "/*.json)"},
-      {{file("empty.json", "")}, (dir_ / "empty.json").string() + ":1:1: unexpected end of input (valid: a value)" + not_json},
+       "cannot read report '" + (dir_ / "reports").string() +
+           "': it is a directory (valid: report files; let the shell "
+           "expand a glob: " +
+           (dir_ / "reports").string() + "/*.json)"},
+      {{file("empty.json", "")},
+       (dir_ / "empty.json").string() + ":1:1: unexpected end of input (valid: a value)" + not_json},
       {{file("text.json", "hello\n")},
-       (dir_ / "text.json").string() + ":1:1: unexpected 'h' (valid: a value: object, array, string, number, true, false, "
-       "null)" + not_json},
-      {{file("array.json", "[1]")}, (dir_ / "array.json").string() + ":1:1: expected an object, found an array" + valid},
+       (dir_ / "text.json").string() +
+           ":1:1: unexpected 'h' (valid: a value: object, array, string, number, true, false, "
+           "null)" +
+           not_json},
+      {{file("array.json", "[1]")},
+       (dir_ / "array.json").string() + ":1:1: expected an object, found an array" + valid},
       {{sarif}, sarif + ":1:1: missing member \"schema\"" + valid},  // a SARIF file given by mistake
-      {{schema}, schema + ":" + where(schema_text, "\"other-report\"") + ": schema: 'other-report' is not an asynccheck report (valid: asynccheck-report)"},
-      {{v2}, v2 + ":" + where(v2_text, "2,") + ": version: version 2 is not supported (valid: 1, what this asynccheck reads and writes)"},
+      {{schema},
+       schema + ":" + where(schema_text, "\"other-report\"") +
+           ": schema: 'other-report' is not an asynccheck report (valid: asynccheck-report)"},
+      {{v2},
+       v2 + ":" + where(v2_text, "2,") +
+           ": version: version 2 is not supported (valid: 1, what this asynccheck reads and writes)"},
       {{no_pid}, no_pid + ":" + where(no_pid_text, "{\"program\"") + ": run: missing member \"pid\"" + valid},
       {{args}, args + ":" + where(args_text, "7,") + ": run.args[0]: expected a string, found 7"},
-      {{str_count}, str_count + ":" + where(str_count_text, "\"1\",") + ": sites[0].count: expected a number, found \"1\""},
-      {{neg}, neg + ":" + where(neg_text, "-5") + ": sites[0].total_ns: expected a whole number from 0 to 18446744073709551615, found -5"},
-      {{rule}, rule + ":" + where(rule_text, "\"no-such-rule\"") + ": sites[0].rule: unknown rule 'no-such-rule' (valid: a rule of asynccheck --list-rules)"},
-      {{level}, level + ":" + where(level_text, "\"fatal\"") + ": sites[0].level: 'fatal' is not a level (valid: none, note, warning, error)"},
+      {{str_count},
+       str_count + ":" + where(str_count_text, "\"1\",") + ": sites[0].count: expected a number, found \"1\""},
+      {{neg},
+       neg + ":" + where(neg_text, "-5") +
+           ": sites[0].total_ns: expected a whole number from 0 to 18446744073709551615, found -5"},
+      {{rule},
+       rule + ":" + where(rule_text, "\"no-such-rule\"") +
+           ": sites[0].rule: unknown rule 'no-such-rule' (valid: a rule of asynccheck --list-rules)"},
+      {{level},
+       level + ":" + where(level_text, "\"fatal\"") +
+           ": sites[0].level: 'fatal' is not a level (valid: none, note, warning, error)"},
       {{maxed}, maxed + ":" + where(maxed_text, "27605169") + ": sites[0].max_ns: 27605169 exceeds total_ns 27605168"},
-      {{dup}, dup + ":" + where(dup_text, "\"pid\": 430") + ": duplicate member name \"pid\" (valid: each name once per object)" + not_json},
+      {{dup},
+       dup + ":" + where(dup_text, "\"pid\": 430") +
+           ": duplicate member name \"pid\" (valid: each name once per object)" + not_json},
       {{g, slow.string()},
-       "'" + slow.string() + "' was made with threshold 1ms, '" + g + "' with 100us: counts of calls over different "
-       "thresholds do not add up (valid: reports of runs with one --threshold)"},
+       "'" + slow.string() + "' was made with threshold 1ms, '" + g +
+           "' with 100us: counts of calls over different "
+           "thresholds do not add up (valid: reports of runs with one --threshold)"},
       {{g, "--threshold=1ms"},
        "option '--threshold' does not apply to merge: reports hold findings, not events (valid: format, output, json, "
-       "sarif, log-file, summary, print-limit, suppressions, baseline, save-baseline, overwrite, error-exitcode, fail-on)"},
+       "sarif, log-file, summary, print-limit, suppressions, baseline, save-baseline, overwrite, error-exitcode, "
+       "fail-on)"},
       {{g, "--format=trace", "--output=" + (dir_ / "t").string()},
-       "merge cannot write a Chrome trace: reports hold findings, not the events a trace draws (valid formats: json, sarif)"},
-      {{g, "--json=" + g}, "option 'json': cannot write '" + g + "': it already exists (valid: a new path, overwrite=1 to "
-                           "replace it, or %p or %r in the name for one file per process or rank)"},
+       "merge cannot write a Chrome trace: reports hold findings, not the events a trace draws (valid formats: json, "
+       "sarif)"},
+      {{g, "--json=" + g},
+       "option 'json': cannot write '" + g +
+           "': it already exists (valid: a new path, overwrite=1 to "
+           "replace it, or %p or %r in the name for one file per process or rank)"},
   };
   for (const auto& [argv, want] : cases) {
     const Result r = merge(argv);
@@ -475,8 +508,10 @@ TEST_F(Merge, BadInputIsExitCodeTwoWithThePlaceAndWhatIsValid) {
   // A truncated report: the place where it stops.
   const Result r = merge({cut});
   EXPECT_EQ(r.code(), 2);
-  EXPECT_TRUE(std::regex_search(r.first_err_line(), std::regex("^asynccheck: ERROR: " + std::regex_replace(cut, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
-                                                                   ":[0-9]+:[0-9]+: .*\\(not JSON; valid: a report written by asynccheck --json\\)$")))
+  EXPECT_TRUE(std::regex_search(
+      r.first_err_line(),
+      std::regex("^asynccheck: ERROR: " + std::regex_replace(cut, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                 ":[0-9]+:[0-9]+: .*\\(not JSON; valid: a report written by asynccheck --json\\)$")))
       << r.first_err_line();
 }
 

@@ -283,9 +283,9 @@ TEST(DecodeRuntimeCopy, MemcpyAsync) {
 
 TEST(DecodeRuntimeCopy, MemcpyKinds) {
   const std::pair<cudaMemcpyKind, CopyDirection> kinds[] = {
-      {cudaMemcpyHostToHost, CopyDirection::HostToHost},       {cudaMemcpyHostToDevice, CopyDirection::HostToDevice},
-      {cudaMemcpyDeviceToHost, CopyDirection::DeviceToHost},   {cudaMemcpyDeviceToDevice, CopyDirection::DeviceToDevice},
-      {cudaMemcpyDefault, CopyDirection::Default},             {static_cast<cudaMemcpyKind>(7), CopyDirection::Unknown},
+      {cudaMemcpyHostToHost, CopyDirection::HostToHost},     {cudaMemcpyHostToDevice, CopyDirection::HostToDevice},
+      {cudaMemcpyDeviceToHost, CopyDirection::DeviceToHost}, {cudaMemcpyDeviceToDevice, CopyDirection::DeviceToDevice},
+      {cudaMemcpyDefault, CopyDirection::Default},           {static_cast<cudaMemcpyKind>(7), CopyDirection::Unknown},
   };
   for (const auto& [kind, dir] : kinds) {
     cudaMemcpy_ptds_v7000_params p{fake<void*>(kDst), fake<const void*>(kSrc), 8, kind};
@@ -305,8 +305,9 @@ TEST(DecodeRuntimeCopy, Memcpy2DCountsWidthTimesHeight) {
   EXPECT_EQ(c.dst_ptr, kDst);
   EXPECT_EQ(c.src_ptr, kSrc);
 
-  cudaMemcpy2DAsync_ptsz_v7000_params a{fake<void*>(kDst), 1024, fake<const void*>(kSrc), 512, 100, 10,
-                                        cudaMemcpyDeviceToHost, fake<cudaStream_t>(kStream)};
+  cudaMemcpy2DAsync_ptsz_v7000_params a{
+      fake<void*>(kDst),          1024, fake<const void*>(kSrc), 512, 100, 10, cudaMemcpyDeviceToHost,
+      fake<cudaStream_t>(kStream)};
   const ApiCall ca = rt(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000, a);
   EXPECT_EQ(ca.call.bytes, 1000u);
   EXPECT_EQ(ca.call.direction, CopyDirection::DeviceToHost);
@@ -317,16 +318,17 @@ TEST(DecodeRuntimeCopy, Memcpy2DCountsWidthTimesHeight) {
 
 TEST(DecodeRuntimeCopy, ArraysAreRecordedByHandle) {
   const uintptr_t array = 0xa77a0;
-  cudaMemcpyToArray_v3020_params to{fake<cudaArray_t>(array), 0, 0, fake<const void*>(kSrc), 256,
-                                    cudaMemcpyHostToDevice};
+  cudaMemcpyToArray_v3020_params to{fake<cudaArray_t>(array), 0,   0,
+                                    fake<const void*>(kSrc),  256, cudaMemcpyHostToDevice};
   const ApiCall c = rt(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToArray_v3020, to);
   EXPECT_EQ(c.dst_ptr, array);
   EXPECT_EQ(c.src_ptr, kSrc);
   EXPECT_EQ(c.call.bytes, 256u);
   EXPECT_EQ(c.call.direction, CopyDirection::HostToDevice);
 
-  cudaMemcpy2DFromArrayAsync_v3020_params from{fake<void*>(kDst), 64,  fake<cudaArray_const_t>(array), 0, 0, 16, 4,
-                                               cudaMemcpyDeviceToHost, fake<cudaStream_t>(kStream)};
+  cudaMemcpy2DFromArrayAsync_v3020_params from{
+      fake<void*>(kDst),          64, fake<cudaArray_const_t>(array), 0, 0, 16, 4, cudaMemcpyDeviceToHost,
+      fake<cudaStream_t>(kStream)};
   const ApiCall f = rt(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArrayAsync_v3020, from);
   EXPECT_EQ(f.src_ptr, array);
   EXPECT_EQ(f.dst_ptr, kDst);
@@ -345,7 +347,7 @@ TEST(DecodeRuntimeCopy, SymbolIsTheDeviceSide) {
   EXPECT_EQ(t.call.bytes, 128u);
   EXPECT_EQ(t.call.direction, CopyDirection::HostToDevice);
 
-  cudaMemcpyFromSymbolAsync_ptsz_v7000_params from{fake<void*>(kDst), fake<const void*>(symbol), 32, 0,
+  cudaMemcpyFromSymbolAsync_ptsz_v7000_params from{fake<void*>(kDst),      fake<const void*>(symbol),  32, 0,
                                                    cudaMemcpyDeviceToHost, fake<cudaStream_t>(kStream)};
   const ApiCall f = rt(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_ptsz_v7000, from);
   EXPECT_EQ(f.src_ptr, symbol);
@@ -356,7 +358,7 @@ TEST(DecodeRuntimeCopy, SymbolIsTheDeviceSide) {
 }
 
 TEST(DecodeRuntimeCopy, PeerCopiesAreDeviceToDevice) {
-  cudaMemcpyPeerAsync_v4000_params p{fake<void*>(kDst), 1, fake<const void*>(kSrc), 0, 999,
+  cudaMemcpyPeerAsync_v4000_params p{fake<void*>(kDst),          1, fake<const void*>(kSrc), 0, 999,
                                      fake<cudaStream_t>(kStream)};
   const ApiCall c = rt(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000, p);
   EXPECT_EQ(c.call.direction, CopyDirection::DeviceToDevice);
@@ -526,8 +528,9 @@ TEST(DecodeDriverCopy, UnifiedAddressingCopiesAreDefault) {
   EXPECT_EQ(ca.stream, kStream);
   EXPECT_TRUE(ca.call.per_thread_variant);
 
-  cuMemcpyPeerAsync_params peer{fake<CUdeviceptr>(kDst), fake<CUcontext>(0xc1), fake<CUdeviceptr>(kSrc),
-                                fake<CUcontext>(0xc2), 10, fake<CUstream>(kStream)};
+  cuMemcpyPeerAsync_params peer{
+      fake<CUdeviceptr>(kDst), fake<CUcontext>(0xc1), fake<CUdeviceptr>(kSrc), fake<CUcontext>(0xc2), 10,
+      fake<CUstream>(kStream)};
   const ApiCall cp = drv(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, peer);
   EXPECT_EQ(cp.call.direction, CopyDirection::DeviceToDevice);
   EXPECT_EQ(cp.dst_ptr, kDst);
@@ -716,7 +719,7 @@ TEST(DecodeMemset, DriverElementSizes) {
 // ---------------------------------------------------------------- launches
 
 TEST(DecodeLaunch, RuntimeLaunchKernel) {
-  cudaLaunchKernel_v7000_params p{fake<const void*>(kFunc), dim3(8), dim3(256), nullptr, 0,
+  cudaLaunchKernel_v7000_params p{fake<const void*>(kFunc),   dim3(8), dim3(256), nullptr, 0,
                                   fake<cudaStream_t>(kStream)};
   const ApiCall c = rt(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, p);
   EXPECT_EQ(c.call.api, ApiKind::KernelLaunch);
@@ -867,8 +870,8 @@ TEST(DecodeCapture, BeginRecordsTheStreamAndTheMode) {
   EXPECT_TRUE(cpt.call.per_thread_variant);
   EXPECT_EQ(cpt.flags, 1u);
 
-  cudaStreamBeginCaptureToGraph_v12030_params tg{fake<cudaStream_t>(kStream), fake<cudaGraph_t>(0x9a1), nullptr,
-                                                 nullptr, 0, cudaStreamCaptureModeGlobal};
+  cudaStreamBeginCaptureToGraph_v12030_params tg{
+      fake<cudaStream_t>(kStream), fake<cudaGraph_t>(0x9a1), nullptr, nullptr, 0, cudaStreamCaptureModeGlobal};
   const ApiCall ctg = rt(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030, tg);
   EXPECT_EQ(ctg.call.api, ApiKind::CaptureBegin);
   EXPECT_EQ(ctg.stream, kStream);
@@ -886,8 +889,8 @@ TEST(DecodeCapture, BeginRecordsTheStreamAndTheMode) {
   EXPECT_EQ(co.stream, kStream + 2);
   EXPECT_EQ(co.flags, 0u);
 
-  cuStreamBeginCaptureToGraph_ptsz_params dtg{fake<CUstream>(kStream), fake<CUgraph>(0x9a2), nullptr, nullptr, 0,
-                                              CU_STREAM_CAPTURE_MODE_THREAD_LOCAL};
+  cuStreamBeginCaptureToGraph_ptsz_params dtg{
+      fake<CUstream>(kStream), fake<CUgraph>(0x9a2), nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL};
   const ApiCall cdtg = drv(CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz, dtg);
   EXPECT_EQ(cdtg.handle, 0x9a2u);
   EXPECT_EQ(cdtg.flags, 1u);
@@ -1192,8 +1195,7 @@ TEST(DecodeCacheConfig, RuntimeAndDriver) {
   EXPECT_EQ(cdf.flags, static_cast<uint32_t>(CU_FUNC_CACHE_PREFER_EQUAL));
 
   cuCtxSetCacheConfig_params dc{CU_FUNC_CACHE_PREFER_L1};
-  EXPECT_EQ(drv(CUPTI_DRIVER_TRACE_CBID_cuCtxSetCacheConfig, dc).flags,
-            static_cast<uint32_t>(CU_FUNC_CACHE_PREFER_L1));
+  EXPECT_EQ(drv(CUPTI_DRIVER_TRACE_CBID_cuCtxSetCacheConfig, dc).flags, static_cast<uint32_t>(CU_FUNC_CACHE_PREFER_L1));
 }
 
 // ---------------------------------------------------------------- exit decoding leaves entry results alone

@@ -38,7 +38,7 @@ std::vector<SiteRow> rows(std::string_view text) {
   out[1].site.frame.function = a;
   out[1].site.frame.module = b;
   out[2].api = std::string(text);  // unknown site
-  out[3].api = "cudaFree";  // one field the whole input
+  out[3].api = "cudaFree";         // one field the whole input
   out[3].site.frame.ip = 1;
   out[3].site.frame.function = std::string(text);
   out[3].site.frame.file = std::string(text);

@@ -66,7 +66,9 @@ PROBE_API int asynccheck_test_python_layout(unsigned long version_hex, char* out
   const asynccheck::PythonLayout* l = asynccheck::python_layout_for(version_hex);
   if (l == nullptr) return -1;
   std::string text;
-  auto line = [&text](const char* name, unsigned long value) { text += std::string(name) + "=" + std::to_string(value) + "\n"; };
+  auto line = [&text](const char* name, unsigned long value) {
+    text += std::string(name) + "=" + std::to_string(value) + "\n";
+  };
   if (l->through_cframe) {
     line("tstate.cframe", l->tstate_cframe);
     line("cframe.current_frame", l->cframe_current_frame);

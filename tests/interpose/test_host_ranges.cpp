@@ -14,9 +14,9 @@ TEST(HostRanges, RegisteredInteriorPointerIsPinned) {
   HostRanges r;
   r.add(0x10000, 4096, MemoryKind::Pinned);  // cudaHostRegister(p, 4096)
   EXPECT_EQ(r.find(0x10000), MemoryKind::Pinned);
-  EXPECT_EQ(r.find(0x10000 + 100), MemoryKind::Pinned);   // interior
-  EXPECT_EQ(r.find(0x10000 + 4095), MemoryKind::Pinned);  // last byte
-  EXPECT_EQ(r.find(0x10000 + 4096), MemoryKind::Unknown); // one past the end
+  EXPECT_EQ(r.find(0x10000 + 100), MemoryKind::Pinned);    // interior
+  EXPECT_EQ(r.find(0x10000 + 4095), MemoryKind::Pinned);   // last byte
+  EXPECT_EQ(r.find(0x10000 + 4096), MemoryKind::Unknown);  // one past the end
   EXPECT_EQ(r.find(0x10000 - 1), MemoryKind::Unknown);
 }
 

@@ -22,7 +22,8 @@ TEST(Options, DefaultsComeFromTheTable) {
 TEST(Options, ParsesEverySeparatorAndLaterItemsWin) {
   Options o;
   std::string error;
-  ASSERT_TRUE(parse_options("threshold=2ms:print_limit=3 summary=0\nprint_limit=4\tsave=/tmp/x.%p.rec", o, error)) << error;
+  ASSERT_TRUE(parse_options("threshold=2ms:print_limit=3 summary=0\nprint_limit=4\tsave=/tmp/x.%p.rec", o, error))
+      << error;
   EXPECT_EQ(o.threshold, 2'000'000u);
   EXPECT_EQ(o.print_limit, 4u);
   EXPECT_FALSE(o.summary);
@@ -84,16 +85,19 @@ TEST(Options, OrderOfFormatAndOutputDoesNotMatter) {
 // Every bad input, with the exact message: the user learns what is wrong and what would be valid.
 TEST(Options, BadInputMessagesArePinned) {
   const std::string names =
-      "threshold, cost_threshold, site_threshold, format, output, json, sarif, trace, log_file, save, handoff, suppressions, baseline, save_baseline, "
-      "overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, summary, symbolize, activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help, library_frames";
+      "threshold, cost_threshold, site_threshold, format, output, json, sarif, trace, log_file, save, handoff, "
+      "suppressions, baseline, save_baseline, "
+      "overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, summary, symbolize, "
+      "activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help, library_frames";
   const struct {
     const char* text;
     std::string message;
   } cases[] = {
       {"bogus=1", "unknown option 'bogus' (valid: " + names + ")"},
       {"threshold", "expected name=value, got 'threshold'"},
-      {"threshold=fast", "option 'threshold': 'fast' is not a duration (valid: a whole number with ns, us, ms or s, "
-                         "e.g. 100us, 2ms; no unit means us)"},
+      {"threshold=fast",
+       "option 'threshold': 'fast' is not a duration (valid: a whole number with ns, us, ms or s, "
+       "e.g. 100us, 2ms; no unit means us)"},
       {"threshold=61s", "option 'threshold': 61s is out of range (valid: 0 to 60s)"},
       {"print_limit=-1", "option 'print_limit': '-1' is not a non-negative whole number"},
       {"print_limit=", "option 'print_limit': '' is not a non-negative whole number"},
@@ -101,15 +105,21 @@ TEST(Options, BadInputMessagesArePinned) {
       {"activity_buffer_kb=1", "option 'activity_buffer_kb': 1 is out of range (valid: 64 to 262144)"},
       {"device_buffers=1", "option 'device_buffers': 1 is out of range (valid: 2 to 250)"},
       {"device_buffers=251", "option 'device_buffers': 251 is out of range (valid: 2 to 250)"},
-      {"flush_period=99ms", "option 'flush_period': 99ms is out of range (valid: 0 for a forced flush every round, or 100ms to 60s)"},
-      {"flush_period=61s", "option 'flush_period': 61s is out of range (valid: 0 for a forced flush every round, or 100ms to 60s)"},
-      {"device_buffer_kb=63", "option 'device_buffer_kb': 63 is out of range (valid: 0 for CUPTI's own size, or 64 to 65536)"},
-      {"device_buffer_kb=65537", "option 'device_buffer_kb': 65537 is out of range (valid: 0 for CUPTI's own size, or 64 to 65536)"},
+      {"flush_period=99ms",
+       "option 'flush_period': 99ms is out of range (valid: 0 for a forced flush every round, or 100ms to 60s)"},
+      {"flush_period=61s",
+       "option 'flush_period': 61s is out of range (valid: 0 for a forced flush every round, or 100ms to 60s)"},
+      {"device_buffer_kb=63",
+       "option 'device_buffer_kb': 63 is out of range (valid: 0 for CUPTI's own size, or 64 to 65536)"},
+      {"device_buffer_kb=65537",
+       "option 'device_buffer_kb': 65537 is out of range (valid: 0 for CUPTI's own size, or 64 to 65536)"},
       {"compact_round=10", "option 'compact_round': 10 is out of range (valid: 1024 to 1048576)"},
       {"compact_round=4096:compact_backlog=5000",
-       "option 'compact_backlog': 5000 is out of range (valid: 0 for no limit, or 8192 (2 x compact_round) to 4294967296)"},
+       "option 'compact_backlog': 5000 is out of range (valid: 0 for no limit, or 8192 (2 x compact_round) to "
+       "4294967296)"},
       {"format=xml:output=a", "option 'format': 'xml' is not a format (valid: json, sarif, trace; comma-separated)"},
-      {"format=json,,sarif:output=a", "option 'format': '' is not a format (valid: json, sarif, trace; comma-separated)"},
+      {"format=json,,sarif:output=a",
+       "option 'format': '' is not a format (valid: json, sarif, trace; comma-separated)"},
       {"format=sarif", "option 'format': 'sarif' needs an output path (--output=PATH)"},
       {"format=json", "option 'format': 'json' needs an output path (--output=PATH)"},
       {"json=a.json:format=json,sarif:output=b",
@@ -193,7 +203,10 @@ TEST(Options, NoRankOutsideAJob) {
 
 TEST(Options, LauncherVariablesComeBeforeSlurms) {
   // mpirun inside a Slurm allocation: SLURM_PROCID is the batch step's, the same for every rank.
-  g_env = {{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "1"}, {"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}};
+  g_env = {{"SLURM_PROCID", "0"},
+           {"SLURM_STEP_NUM_TASKS", "1"},
+           {"OMPI_COMM_WORLD_RANK", "5"},
+           {"OMPI_COMM_WORLD_SIZE", "8"}};
   const Rank r = rank_from(fake_getenv);
   EXPECT_EQ(r.value, 5);
   EXPECT_EQ(r.variable, "OMPI_COMM_WORLD_RANK");

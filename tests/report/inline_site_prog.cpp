@@ -32,9 +32,9 @@ static inline __attribute__((always_inline)) int static_step(int x) {
 }
 
 int main(int argc, char**) {
-  const int a = inlined_step(argc);  // CALL_IN_INLINED_STEP_IN_MAIN
+  const int a = inlined_step(argc);      // CALL_IN_INLINED_STEP_IN_MAIN
   const int b = cudaGraphsManual(argc);  // CALL_IN_CUDA_GRAPHS_MANUAL_IN_MAIN
-  const int c = static_step(argc);  // CALL_IN_STATIC_STEP_IN_MAIN
+  const int c = static_step(argc);       // CALL_IN_STATIC_STEP_IN_MAIN
   std::printf("%d %d %d\n", a, b, c);
   return a == 4 && b == 8 && c == 12 ? 0 : 1;
 }

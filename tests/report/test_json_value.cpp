@@ -55,9 +55,9 @@ TEST(JsonValue, WholeNumbersReadBackExactlyBeyondADouble) {
   EXPECT_EQ(v[1].uint64(), 18446744073709551615ull);
   EXPECT_FALSE(v[1].int64());
   EXPECT_EQ(v[2].int64(), INT64_MIN);
-  EXPECT_FALSE(v[3].uint64());                       // out of range: not a uint64, still a number
+  EXPECT_FALSE(v[3].uint64());  // out of range: not a uint64, still a number
   EXPECT_NEAR(*v[3].real(), 1.8446744073709552e19, 1e4);
-  EXPECT_FALSE(parsed("1e3").uint64());               // an exponent is not a whole number as written
+  EXPECT_FALSE(parsed("1e3").uint64());  // an exponent is not a whole number as written
   EXPECT_FALSE(parsed("1.0").uint64());
   EXPECT_EQ(parsed("-0").int64(), 0);
   EXPECT_EQ(parsed("2.5E-3").real(), 0.0025);

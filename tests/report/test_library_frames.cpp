@@ -131,7 +131,7 @@ TEST(LibraryFrames, GeneratedTmpxftFilesAreSkipped) {
   EXPECT_EQ(sites[0].where(), "app.cpp:40");
   EXPECT_EQ(sites[0].library_entry, "at::native::copy_(at::Tensor&, at::Tensor const&, bool)");
   EXPECT_EQ(sites[1].where(), "app.cpp:40");
-  EXPECT_EQ(sites[1].library_entry, "");  // generated code, not a library
+  EXPECT_EQ(sites[1].library_entry, "");     // generated code, not a library
   EXPECT_EQ(sites[1].frames[0].file, stub);  // still in the stack
 }
 

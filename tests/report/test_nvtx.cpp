@@ -170,7 +170,8 @@ TEST(NvtxReport, TraceCallsCarryTheirRange) {
   const std::string trace = Reports(run.log).trace();
   EXPECT_NE(trace.find("\"nvtx_range\": \"forward\", \"nvtx_domain\": \"mylib\""), std::string::npos) << trace;
   size_t n = 0;
-  for (size_t at = trace.find("\"nvtx_range\""); at != std::string::npos; at = trace.find("\"nvtx_range\"", at + 1)) ++n;
+  for (size_t at = trace.find("\"nvtx_range\""); at != std::string::npos; at = trace.find("\"nvtx_range\"", at + 1))
+    ++n;
   EXPECT_EQ(n, 1u);  // only the call that was in a range
 }
 
@@ -199,7 +200,6 @@ TEST(NvtxReport, ReplayedRecordingReportsTheSameRanges) {
   EXPECT_EQ(Reports(back).json(), Reports(run.log).json());
   EXPECT_EQ(Reports(back).summary(), Reports(run.log).summary());
 }
-
 
 // The JSON report read back (merge.h): the ranges as they were written, names with quotes and domains included.
 TEST(NvtxReport, JsonReadsBackWithItsRanges) {
@@ -247,9 +247,10 @@ TEST(NvtxReport, MergeSumsEachRangeOverTheProcesses) {
                                "\"lib\") for 1"),
             std::string::npos)
       << summary.str();
-  EXPECT_NE(json.str().find("\"nvtx_range\": \"backward\", \"nvtx_ranges\": [{\"name\": \"backward\", \"domain\": \"\", "
-                            "\"count\": 4}"),
-            std::string::npos)
+  EXPECT_NE(
+      json.str().find("\"nvtx_range\": \"backward\", \"nvtx_ranges\": [{\"name\": \"backward\", \"domain\": \"\", "
+                      "\"count\": 4}"),
+      std::string::npos)
       << json.str();
   EXPECT_NE(sarif.str().find("\"nvtxRange\": \"backward\""), std::string::npos) << sarif.str();
   // The merge read back and merged with a again: a's ranges count twice.
@@ -266,8 +267,9 @@ TEST(NvtxReport, BadRangesInAReportAreErrors) {
   run.log.nvtx_ranges = {{"", "forward"}, {"lib", "backward"}};
   for (uint32_t range : {1u, 1u, 2u}) run.copy(1, range);
   const std::string good = Reports(run.log).json();
-  const std::string ranges = "\"nvtx_ranges\": [{\"name\": \"forward\", \"domain\": \"\", \"count\": 2}, "
-                             "{\"name\": \"backward\", \"domain\": \"lib\", \"count\": 1}]";
+  const std::string ranges =
+      "\"nvtx_ranges\": [{\"name\": \"forward\", \"domain\": \"\", \"count\": 2}, "
+      "{\"name\": \"backward\", \"domain\": \"lib\", \"count\": 1}]";
   ASSERT_NE(good.find(ranges), std::string::npos) << good;
   auto error_of = [&](const std::string& from, const std::string& to) {
     std::string text = good;
@@ -282,15 +284,18 @@ TEST(NvtxReport, BadRangesInAReportAreErrors) {
   };
   EXPECT_EQ(error_of("\"count\": 1}]", "\"count\": 0}]"),
             "sites[0].nvtx_ranges[1].count: 0 (valid: at least 1: a range is listed for its findings)");
-  EXPECT_EQ(error_of("\"count\": 1}]", "\"count\": 2}]"), "sites[0].nvtx_ranges: the ranges hold 4 calls, the site has 3");
+  EXPECT_EQ(error_of("\"count\": 1}]", "\"count\": 2}]"),
+            "sites[0].nvtx_ranges: the ranges hold 4 calls, the site has 3");
   EXPECT_EQ(error_of("\"nvtx_range\": \"forward\"", "\"nvtx_range\": \"backward\""),
             "sites[0].nvtx_range: \"backward\" is not the first range of nvtx_ranges (valid: \"forward\")");
   EXPECT_EQ(error_of("{\"name\": \"backward\", \"domain\": \"lib\"", "{\"name\": \"forward\", \"domain\": \"\""),
             "sites[0].nvtx_ranges[1]: range \"forward\" in domain \"\" listed twice (valid: each range once)");
-  EXPECT_EQ(error_of(", " + ranges, ""), "sites[0]: missing member \"nvtx_ranges\" (valid: a report written by asynccheck --json)");
+  EXPECT_EQ(error_of(", " + ranges, ""),
+            "sites[0]: missing member \"nvtx_ranges\" (valid: a report written by asynccheck --json)");
   EXPECT_EQ(error_of("\"domain\": \"lib\", ", ""),
             "sites[0].nvtx_ranges[1]: missing member \"domain\" (valid: a report written by asynccheck --json)");
-  EXPECT_EQ(error_of("[{\"name\": \"forward\", \"domain\": \"\", \"count\": 2}, ", "[7, "), "sites[0].nvtx_ranges[0]: expected an object, found 7");
+  EXPECT_EQ(error_of("[{\"name\": \"forward\", \"domain\": \"\", \"count\": 2}, ", "[7, "),
+            "sites[0].nvtx_ranges[0]: expected an object, found 7");
 }
 
 }  // namespace

@@ -455,9 +455,10 @@ TEST(Sarif, UnanalyzedCallsAreSaidInEveryFormat) {
   fx.log.run.unanalyzed_calls = 1234;
   const Value inv = fx.run()["invocations"][0];
   ASSERT_EQ(inv["toolExecutionNotifications"].size(), 1u);
-  EXPECT_NE(inv["toolExecutionNotifications"][0]["message"]["text"].string().find("1234 ordinary calls were counted but "
-                                                                                  "not analyzed"),
-            std::string::npos);
+  EXPECT_NE(
+      inv["toolExecutionNotifications"][0]["message"]["text"].string().find("1234 ordinary calls were counted but "
+                                                                            "not analyzed"),
+      std::string::npos);
   EXPECT_EQ(inv["properties"]["unanalyzedCalls"].int64().value(), 1234);
   std::ostringstream json, summary;
   fx.data.run = fx.log.run;  // as make_report copies it

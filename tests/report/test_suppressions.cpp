@@ -91,7 +91,8 @@ const std::vector<BadInput>& bad_suppressions() {
        "s.supp:1: unknown rule 'free-device-syncs' (valid: a rule id or '*'; did you mean 'free-waits-for-device', "
        "'explicit-sync-device' or 'implicit-sync-device-alloc'? `asynccheck --list-rules` lists them all)"},
       {"unknown_rule_typo", "copy-async-pagable-h2d:*\n",
-       "s.supp:1: unknown rule 'copy-async-pagable-h2d' (valid: a rule id or '*'; did you mean 'copy-async-pageable-h2d', "
+       "s.supp:1: unknown rule 'copy-async-pagable-h2d' (valid: a rule id or '*'; did you mean "
+       "'copy-async-pageable-h2d', "
        "'copy-sync-pageable-h2d' or 'copy-async-pageable-d2h'? `asynccheck --list-rules` lists them all)"},
       {"unknown_rule_without_suggestions", "zzzz:foo\n",
        "s.supp:1: unknown rule 'zzzz' (valid: a rule id or '*'; run `asynccheck --list-rules` to list them)"},
@@ -109,7 +110,8 @@ const std::vector<BadInput>& bad_suppressions() {
        "'*' alone for every rule)"},
       {"pattern_too_long", "*:" + std::string(4097, 'a') + "\n",
        "s.supp:1: pattern is 4097 bytes long (valid: at most 4096)"},
-      {"line_too_long", "*:" + std::string(8191, 'a') + "\n", "s.supp:1: line is 8193 bytes long (valid: at most 8192)"},
+      {"line_too_long", "*:" + std::string(8191, 'a') + "\n",
+       "s.supp:1: line is 8193 bytes long (valid: at most 8192)"},
       {"line_too_long_even_if_comment", "\n# " + std::string(8191, 'a'),
        "s.supp:2: line is 8193 bytes long (valid: at most 8192)"},
       {"nul_byte", std::string("*:foo\0bar\n", 10), "s.supp:1: NUL byte at column 6 (valid: a text file)"},
@@ -117,7 +119,8 @@ const std::vector<BadInput>& bad_suppressions() {
        "s.supp:2: control character 0x1B at column 6 (valid: printable text and tabs)"},
       {"carriage_return_inside_line", "*:foo\rbar\n",
        "s.supp:1: control character 0x0D at column 6 (valid: printable text and tabs)"},
-      {"too_many_lines", lines_of(10'000, "# fine") + "*:foo\n", "s.supp:10001: more than 10000 lines (valid: at most 10000)"},
+      {"too_many_lines", lines_of(10'000, "# fine") + "*:foo\n",
+       "s.supp:10001: more than 10000 lines (valid: at most 10000)"},
   };
   return cases;
 }
@@ -146,7 +149,8 @@ TEST(SuppressionParse, EmptyAndCommentOnlyFilesHoldNoSuppression) {
 }
 
 TEST(SuppressionParse, TrimsWhitespaceAndRecordsOrigins) {
-  const auto sups = parse_ok("# third-party code\n\n  free-waits-for-device : libfoo.so  \r\n*:operator new(unsigned long)\n");
+  const auto sups =
+      parse_ok("# third-party code\n\n  free-waits-for-device : libfoo.so  \r\n*:operator new(unsigned long)\n");
   ASSERT_EQ(sups.size(), 2u);
   EXPECT_EQ(sups[0].rule, "free-waits-for-device");
   EXPECT_EQ(sups[0].pattern, "libfoo.so");
@@ -177,8 +181,8 @@ TEST(SuppressionParse, AcceptsEveryRuleIdAndBoundsExactly) {
   }
   EXPECT_EQ(parse_ok("*:" + std::string(4096, 'a')).size(), 1u);
   EXPECT_EQ(parse_ok(" *:" + std::string(4096, 'a') + std::string(8192 - 4099, ' ')).size(), 1u);  // 8192 bytes
-  EXPECT_EQ(parse_ok(lines_of(9'999, "# fine") + "*:foo").size(), 1u);                            // 10000 lines
-  EXPECT_EQ(parse_ok("*:caf\xc3\xa9.so").size(), 1u);                                               // UTF-8 passes
+  EXPECT_EQ(parse_ok(lines_of(9'999, "# fine") + "*:foo").size(), 1u);                             // 10000 lines
+  EXPECT_EQ(parse_ok("*:caf\xc3\xa9.so").size(), 1u);                                              // UTF-8 passes
 }
 
 TEST(SuppressionParse, AppendsToEarlierFiles) {
@@ -207,8 +211,9 @@ TEST(SuppressionLoad, ErrorsNameTheFileAndLine) {
   std::vector<SuppressionUse> out;
   std::string error;
   EXPECT_FALSE(load_suppressions(path, out, error));
-  EXPECT_EQ(error, path + ":2: missing ':' between rule and pattern in 'nope' (valid: RULE:PATTERN, e.g. "
-                          "free-waits-for-device:libfoo.so)");
+  EXPECT_EQ(error, path +
+                       ":2: missing ':' between rule and pattern in 'nope' (valid: RULE:PATTERN, e.g. "
+                       "free-waits-for-device:libfoo.so)");
   EXPECT_TRUE(out.empty());
 }
 
@@ -235,17 +240,46 @@ struct GlobCase {
 
 TEST(Glob, EdgeCases) {
   const GlobCase cases[] = {
-      {"", "", true},           {"", "a", false},          {"*", "", true},           {"*", "anything", true},
-      {"**", "", true},         {"?", "", false},          {"?", "a", true},          {"?", "ab", false},
-      {"??", "ab", true},       {"a", "a", true},          {"a", "A", false},         {"a", "ab", false},
-      {"ab", "a", false},       {"a*", "a", true},         {"a*", "abc", true},       {"a*", "ba", false},
-      {"*a", "ba", true},       {"*a", "ab", false},       {"a*c", "abbbc", true},    {"a*c", "abbb", false},
-      {"*a*", "bab", true},     {"*a*", "bbb", false},     {"a?c", "abc", true},      {"a?c", "ac", false},
-      {"*?", "", false},        {"*?", "x", true},         {"?*?", "x", false},       {"?*?", "xy", true},
-      {"lib*.so", "libfoo.so", true}, {"lib*.so", "libfoo.so.1", false}, {"lib*.so*", "libfoo.so.1", true},
-      {"*.cu", "/a/b/main.cu", true}, {"*/third_party/*", "/src/third_party/x.cc", true},
-      {"a*b*c", "abxbxc", true},      {"a*b*c", "acb", false},  {"*ab", "aab", true},  {"*aab", "aaab", true},
-      {"ns::*::run", "ns::A::B::run", true},  {"[ab]", "a", false}, {"[ab]", "[ab]", true},
+      {"", "", true},
+      {"", "a", false},
+      {"*", "", true},
+      {"*", "anything", true},
+      {"**", "", true},
+      {"?", "", false},
+      {"?", "a", true},
+      {"?", "ab", false},
+      {"??", "ab", true},
+      {"a", "a", true},
+      {"a", "A", false},
+      {"a", "ab", false},
+      {"ab", "a", false},
+      {"a*", "a", true},
+      {"a*", "abc", true},
+      {"a*", "ba", false},
+      {"*a", "ba", true},
+      {"*a", "ab", false},
+      {"a*c", "abbbc", true},
+      {"a*c", "abbb", false},
+      {"*a*", "bab", true},
+      {"*a*", "bbb", false},
+      {"a?c", "abc", true},
+      {"a?c", "ac", false},
+      {"*?", "", false},
+      {"*?", "x", true},
+      {"?*?", "x", false},
+      {"?*?", "xy", true},
+      {"lib*.so", "libfoo.so", true},
+      {"lib*.so", "libfoo.so.1", false},
+      {"lib*.so*", "libfoo.so.1", true},
+      {"*.cu", "/a/b/main.cu", true},
+      {"*/third_party/*", "/src/third_party/x.cc", true},
+      {"a*b*c", "abxbxc", true},
+      {"a*b*c", "acb", false},
+      {"*ab", "aab", true},
+      {"*aab", "aaab", true},
+      {"ns::*::run", "ns::A::B::run", true},
+      {"[ab]", "a", false},
+      {"[ab]", "[ab]", true},
   };
   for (const GlobCase& c : cases) {
     EXPECT_EQ(glob_match(c.pattern, c.text), c.match) << "'" << c.pattern << "' vs '" << c.text << "'";
@@ -298,9 +332,7 @@ TEST(Glob, AgreesWithTheReferenceOnRandomInputs) {
 // ---------------------------------------------------------------------------------------------------------------
 // Matching a call site.
 
-bool suppressed_by(const std::string& line, const SiteRow& row) {
-  return match_suppression(parse_ok(line), row) == 0;
-}
+bool suppressed_by(const std::string& line, const SiteRow& row) { return match_suppression(parse_ok(line), row) == 0; }
 
 TEST(SuppressionMatch, ByFunctionFileModuleAndApi) {
   const SiteRow row = third_party_free();
@@ -313,12 +345,12 @@ TEST(SuppressionMatch, ByFunctionFileModuleAndApi) {
   EXPECT_TRUE(suppressed_by("free-waits-for-device:cudaFree", row));             // API
   EXPECT_TRUE(suppressed_by("free-waits-for-device:main", row));                 // an outer frame
   EXPECT_TRUE(suppressed_by("free-waits-for-device:main.cu", row));
-  EXPECT_TRUE(suppressed_by("*:libfoo.so", row));                                // any rule
-  EXPECT_FALSE(suppressed_by("free-waits-for-device:release", row));             // a glob matches the whole name
-  EXPECT_FALSE(suppressed_by("free-waits-for-device:foo", row));                 // not a directory name alone
+  EXPECT_TRUE(suppressed_by("*:libfoo.so", row));                     // any rule
+  EXPECT_FALSE(suppressed_by("free-waits-for-device:release", row));  // a glob matches the whole name
+  EXPECT_FALSE(suppressed_by("free-waits-for-device:foo", row));      // not a directory name alone
   EXPECT_FALSE(suppressed_by("free-waits-for-device:libbar.so", row));
   EXPECT_FALSE(suppressed_by("free-waits-for-device:cudaFreeHost", row));
-  EXPECT_FALSE(suppressed_by("implicit-sync-device-alloc:libfoo.so", row));      // another rule
+  EXPECT_FALSE(suppressed_by("implicit-sync-device-alloc:libfoo.so", row));  // another rule
 }
 
 TEST(SuppressionMatch, TheCallSiteFrameCountsEvenWithoutAStack) {
@@ -351,7 +383,8 @@ TEST(SuppressionMatch, FirstMatchWins) {
 TEST(ApplySuppressions, MovesRowsInOrderAndCountsHits) {
   ReportData data;
   const SiteRow keep1 = make_row(RuleId::CopySyncD2H, "cudaMemcpy", make_frame("main", "main.cu", "app"), 3);
-  const SiteRow keep2 = make_row(RuleId::DeviceSynchronize, "cudaDeviceSynchronize", make_frame("main", "main.cu", "app"), 1);
+  const SiteRow keep2 =
+      make_row(RuleId::DeviceSynchronize, "cudaDeviceSynchronize", make_frame("main", "main.cu", "app"), 1);
   SiteRow other_free = third_party_free(7);
   other_free.site.frame.function = "foo::shutdown()";
   other_free.site.frames[0].function = "foo::shutdown()";
@@ -421,7 +454,8 @@ TEST(Fingerprint, DiffersWhenRuleApiFunctionOrFileDiffer) {
 }
 
 TEST(Fingerprint, WithoutSourceFileUsesTheModuleNeverTheOffset) {
-  SiteRow r = make_row(RuleId::FreeWaitsForDevice, "cudaFree", make_frame("foo::release(void*)", "", "/opt/foo/libfoo.so"));
+  SiteRow r =
+      make_row(RuleId::FreeWaitsForDevice, "cudaFree", make_frame("foo::release(void*)", "", "/opt/foo/libfoo.so"));
   EXPECT_EQ(fingerprint(r), "free-waits-for-device|cudaFree|foo::release(void*)|libfoo.so");
   r.site.frame.function = "??";
   EXPECT_EQ(fingerprint(r), "free-waits-for-device|cudaFree|??|libfoo.so");
@@ -513,9 +547,10 @@ TEST(Baseline, RoundTripMarksKnownRowsOnly) {
 TEST(Baseline, CommentsBlankLinesDuplicatesAndWhitespace) {
   std::set<std::string> known = {"earlier|a|b|c"};
   std::string error;
-  ASSERT_TRUE(parse_baseline("asynccheck-baseline 1\r\n# accepted 2024-05-01\n\n  copy-h2h|a|b|c  \r\ncopy-h2h|a|b|c\n"
-                             "explicit-sync-device|cudaDeviceSynchronize|main|main.cu",
-                             "b", known, error))
+  ASSERT_TRUE(
+      parse_baseline("asynccheck-baseline 1\r\n# accepted 2024-05-01\n\n  copy-h2h|a|b|c  \r\ncopy-h2h|a|b|c\n"
+                     "explicit-sync-device|cudaDeviceSynchronize|main|main.cu",
+                     "b", known, error))
       << error;
   EXPECT_EQ(known, (std::set<std::string>{"earlier|a|b|c", "copy-h2h|a|b|c",
                                           "explicit-sync-device|cudaDeviceSynchronize|main|main.cu"}));
@@ -527,16 +562,20 @@ TEST(Baseline, CommentsBlankLinesDuplicatesAndWhitespace) {
 const std::vector<BadInput>& bad_baselines() {
   static const std::string header = "asynccheck-baseline 1\n";
   static const std::vector<BadInput> cases = {
-      {"empty_file", "", "b:1: expected the header 'asynccheck-baseline 1', found an empty file (valid: a file written by --save-baseline)"},
+      {"empty_file", "",
+       "b:1: expected the header 'asynccheck-baseline 1', found an empty file (valid: a file written by "
+       "--save-baseline)"},
       {"empty_first_line", "\nasynccheck-baseline 1\n",
-       "b:1: expected the header 'asynccheck-baseline 1', found an empty line (valid: a file written by --save-baseline)"},
+       "b:1: expected the header 'asynccheck-baseline 1', found an empty line (valid: a file written by "
+       "--save-baseline)"},
       {"comment_before_header", "# mine\nasynccheck-baseline 1\n",
        "b:1: expected the header 'asynccheck-baseline 1', found '# mine' (valid: a file written by --save-baseline)"},
       {"other_version", "asynccheck-baseline 2\n",
        "b:1: expected the header 'asynccheck-baseline 1', found 'asynccheck-baseline 2' (valid: a file written by "
        "--save-baseline)"},
       {"no_header", "copy-h2h|a|b|c\n",
-       "b:1: expected the header 'asynccheck-baseline 1', found 'copy-h2h|a|b|c' (valid: a file written by --save-baseline)"},
+       "b:1: expected the header 'asynccheck-baseline 1', found 'copy-h2h|a|b|c' (valid: a file written by "
+       "--save-baseline)"},
       {"too_few_fields", header + "copy-h2h|cudaMemcpy|main\n",
        "b:2: fingerprint 'copy-h2h|cudaMemcpy|main' has 3 fields (valid: 4 fields, RULE|API|FUNCTION|FILE, as "
        "--save-baseline writes it)"},
@@ -597,8 +636,9 @@ TEST(Baseline, LoadReadsTheFileAndNamesItInErrors) {
 
   std::ofstream(path) << "asynccheck-baseline 0\n";
   EXPECT_FALSE(load_baseline(path, known, error));
-  EXPECT_EQ(error, path + ":1: expected the header 'asynccheck-baseline 1', found 'asynccheck-baseline 0' (valid: a file "
-                          "written by --save-baseline)");
+  EXPECT_EQ(error, path +
+                       ":1: expected the header 'asynccheck-baseline 1', found 'asynccheck-baseline 0' (valid: a file "
+                       "written by --save-baseline)");
 }
 
 TEST(Baseline, LoadFromAMissingFile) {

@@ -24,9 +24,11 @@ TEST(ShortFunction, KeepsShortNamesAndElidesLongTemplatesAndParameters) {
 }
 
 TEST(ShortFunction, OperatorsAreNamesNotBrackets) {
-  const std::string name = "ns::Functor<int, std::vector<long> >::operator()(std::vector<long> const&, int) const "
-                           "and some more text to make it long enough";
-  EXPECT_EQ(short_function(name, 20), "ns::Functor<...>::operator()(...) const and some more text to make it long enough");
+  const std::string name =
+      "ns::Functor<int, std::vector<long> >::operator()(std::vector<long> const&, int) const "
+      "and some more text to make it long enough";
+  EXPECT_EQ(short_function(name, 20),
+            "ns::Functor<...>::operator()(...) const and some more text to make it long enough");
   EXPECT_EQ(short_function("bool ns::operator<(ns::A const&, ns::A const&) plus padding to be long", 10),
             "bool ns::operator<(...) plus padding to be long");
 }
@@ -66,8 +68,10 @@ TEST(CallSites, StopAtMainAndUseModuleOffsets) {
 EventLog python_log() {
   EventLog log;
   log.modules.push_back(Module{0x400000, 0x800000, 0, "/usr/bin/python3.12"});
-  log.modules.push_back(Module{0x7f0000000000, 0x7f0000100000, 0x7f0000000000, "/usr/local/cuda/lib64/libcudart.so.12"});
-  log.modules.push_back(Module{0x7f1000000000, 0x7f1000100000, 0x7f1000000000, "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so"});
+  log.modules.push_back(
+      Module{0x7f0000000000, 0x7f0000100000, 0x7f0000000000, "/usr/local/cuda/lib64/libcudart.so.12"});
+  log.modules.push_back(Module{0x7f1000000000, 0x7f1000100000, 0x7f1000000000,
+                               "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so"});
   log.symbols.push_back(Symbol{0x7f0000001000, "cudaMemcpyAsync", "", 0});
   log.symbols.push_back(Symbol{0x7f1000002000, "at::native::copy_kernel_cuda(at::TensorIterator&, bool)", "", 0});
   log.symbols.push_back(Symbol{0x401000, "_PyEval_EvalFrameDefault", "Python/ceval.c", 100});

@@ -62,7 +62,8 @@ struct Trace {
   // The process or thread name given by metadata.
   std::string name_of(uint64_t pid, const uint64_t* tid = nullptr) const {
     for (const Json* e : with("M", tid ? "thread_name" : "process_name")) {
-      if ((*e)["pid"].uint64().value() == pid && (!tid || (*e)["tid"].uint64().value() == *tid)) return (*e)["args"]["name"].string();
+      if ((*e)["pid"].uint64().value() == pid && (!tid || (*e)["tid"].uint64().value() == *tid))
+        return (*e)["args"]["name"].string();
     }
     return "";
   }
@@ -75,7 +76,9 @@ struct Trace {
     const uint64_t ts = to_ns((*point)["ts"]);
     const Json* best = nullptr;
     for (const Json* e : with("X")) {
-      if ((*e)["pid"].uint64().value() != (*point)["pid"].uint64().value() || (*e)["tid"].uint64().value() != (*point)["tid"].uint64().value()) continue;
+      if ((*e)["pid"].uint64().value() != (*point)["pid"].uint64().value() ||
+          (*e)["tid"].uint64().value() != (*point)["tid"].uint64().value())
+        continue;
       const uint64_t start = to_ns((*e)["ts"]), end = start + to_ns((*e)["dur"]);
       if (start <= ts && ts < end && (!best || start >= to_ns((*best)["ts"]))) best = e;
     }
@@ -84,7 +87,9 @@ struct Trace {
   // The flow end matching a flow start (same cat, name and id).
   const Json* flow_end(const Json* s) const {
     for (const Json* f : with("f")) {
-      if ((*f)["id"].string() == (*s)["id"].string() && (*f)["cat"].string() == (*s)["cat"].string() && (*f)["name"].string() == (*s)["name"].string()) return f;
+      if ((*f)["id"].string() == (*s)["id"].string() && (*f)["cat"].string() == (*s)["cat"].string() &&
+          (*f)["name"].string() == (*s)["name"].string())
+        return f;
     }
     return nullptr;
   }
@@ -95,16 +100,19 @@ std::string nesting_error(const Trace& t) {
   std::map<std::pair<uint64_t, uint64_t>, std::vector<std::pair<uint64_t, uint64_t>>> tracks;
   for (const Json* e : t.with("X")) {
     const uint64_t start = to_ns((*e)["ts"]);
-    tracks[{(*e)["pid"].uint64().value(), (*e)["tid"].uint64().value()}].emplace_back(start, start + to_ns((*e)["dur"]));
+    tracks[{(*e)["pid"].uint64().value(), (*e)["tid"].uint64().value()}].emplace_back(start,
+                                                                                      start + to_ns((*e)["dur"]));
   }
   for (auto& [track, slices] : tracks) {
-    std::sort(slices.begin(), slices.end(), [](auto x, auto y) { return x.first != y.first ? x.first < y.first : x.second > y.second; });
+    std::sort(slices.begin(), slices.end(),
+              [](auto x, auto y) { return x.first != y.first ? x.first < y.first : x.second > y.second; });
     std::vector<uint64_t> ends;
     for (auto [start, end] : slices) {
       while (!ends.empty() && ends.back() <= start) ends.pop_back();
       if (!ends.empty() && end > ends.back()) {
-        return "pid " + std::to_string(track.first) + " tid " + std::to_string(track.second) + ": [" + std::to_string(start) +
-               ", " + std::to_string(end) + "] partially overlaps a slice ending at " + std::to_string(ends.back());
+        return "pid " + std::to_string(track.first) + " tid " + std::to_string(track.second) + ": [" +
+               std::to_string(start) + ", " + std::to_string(end) + "] partially overlaps a slice ending at " +
+               std::to_string(ends.back());
       }
       ends.push_back(end);
     }
@@ -206,14 +214,14 @@ TEST(TraceTest, TimesAreMicrosecondsFromTheEarliestEvent) {
 
 TEST(TraceTest, FlowsJoinEachCallToTheWorkItEnqueuedOnly) {
   EventLog log = base_log();
-  log.calls.push_back(call(10, T, T + 5000, MemcpyAsync));                  // its copy below
-  log.calls.push_back(call(11, T + 10000, T + 12000, LaunchKernel));        // no GPU record
-  log.calls.push_back(call(12, T + 20000, T + 26000, CuMemcpyHtoD));        // its copy carries the driver id
+  log.calls.push_back(call(10, T, T + 5000, MemcpyAsync));            // its copy below
+  log.calls.push_back(call(11, T + 10000, T + 12000, LaunchKernel));  // no GPU record
+  log.calls.push_back(call(12, T + 20000, T + 26000, CuMemcpyHtoD));  // its copy carries the driver id
   log.calls.back().driver_correlation_id = 500;
-  log.calls.push_back(call(13, T + 30000, T + 40000, StreamSynchronize));   // a wait, not enqueued work
-  log.calls.push_back(call(14, T + 50000, T + 52000, LaunchKernel));        // its kernel is zero-length
+  log.calls.push_back(call(13, T + 30000, T + 40000, StreamSynchronize));  // a wait, not enqueued work
+  log.calls.push_back(call(14, T + 50000, T + 52000, LaunchKernel));       // its kernel is zero-length
   log.ops.push_back(op(GpuOpKind::Memcpy, 10, T + 6000, T + 9000));
-  log.ops.push_back(op(GpuOpKind::Kernel, 99, T + 13000, T + 15000));      // no watched call
+  log.ops.push_back(op(GpuOpKind::Kernel, 99, T + 13000, T + 15000));  // no watched call
   log.ops.push_back(op(GpuOpKind::Memcpy, 500, T + 21000, T + 25000));
   log.ops.push_back(op(GpuOpKind::Sync, 13, T + 30010, T + 39990));
   log.ops.push_back(op(GpuOpKind::Kernel, 14, T + 53000, T + 53000));
@@ -236,7 +244,8 @@ TEST(TraceTest, FlowsJoinEachCallToTheWorkItEnqueuedOnly) {
     EXPECT_EQ((*to)["args"]["correlation"].string() == "10" || (*to)["args"]["correlation"].string() == "500", true);
     linked.insert((*from)["name"].string() + " -> " + (*to)["name"].string());
   }
-  EXPECT_EQ(linked, (std::set<std::string>{"cudaMemcpyAsync -> memcpy HtoD 256.0 MiB", "cuMemcpyHtoD -> memcpy HtoD 256.0 MiB"}));
+  EXPECT_EQ(linked, (std::set<std::string>{"cudaMemcpyAsync -> memcpy HtoD 256.0 MiB",
+                                           "cuMemcpyHtoD -> memcpy HtoD 256.0 MiB"}));
   EXPECT_EQ(t.doc["otherData"]["flows"].string(), "2");
   EXPECT_EQ(t.doc["otherData"]["flows_skipped_too_short"].string(), "1");
   // The unjoined kernel names no call; the joined copies do.
@@ -336,10 +345,10 @@ TEST(TraceTest, SuppressedFindingsAreLabelledNotFlagged) {
 
 TEST(TraceTest, GpuSideFindingsMarkTheDelayedWorkNotTheHost) {
   EventLog log = base_log();
-  log.calls.push_back(call(1, T, T + 5000, LaunchKernel));            // kernel A, stream 13
-  log.calls.push_back(call(2, T + 6000, T + 9000, LaunchKernel));     // kernel B, legacy default stream (7)
+  log.calls.push_back(call(1, T, T + 5000, LaunchKernel));         // kernel A, stream 13
+  log.calls.push_back(call(2, T + 6000, T + 9000, LaunchKernel));  // kernel B, legacy default stream (7)
   log.calls.back().stream = 0;
-  log.calls.push_back(call(3, T + 10000, T + 12000, LaunchKernel));   // kernel C, stream 13
+  log.calls.push_back(call(3, T + 10000, T + 12000, LaunchKernel));  // kernel C, stream 13
   log.ops.push_back(op(GpuOpKind::Kernel, 1, T + 4000, T + 400'000, 13));
   log.ops.push_back(op(GpuOpKind::Kernel, 2, T + 401'000, T + 800'000, 7));
   log.ops.push_back(op(GpuOpKind::Kernel, 3, T + 801'000, T + 900'000, 13));
@@ -376,7 +385,8 @@ TEST(TraceTest, GpuSideFindingsMarkTheDelayedWorkNotTheHost) {
   }
   EXPECT_EQ(flagged, 1u);
   for (const Json* k : t.with("X", "kernel(float*, int)")) {
-    EXPECT_EQ((*k)["args"]["serialized"].string(), "legacy-stream-serialization by cudaLaunchKernel (correlation 2, host thread 0)");
+    EXPECT_EQ((*k)["args"]["serialized"].string(),
+              "legacy-stream-serialization by cudaLaunchKernel (correlation 2, host thread 0)");
   }
 }
 
@@ -391,7 +401,8 @@ TEST(TraceTest, HostAndEachGpuAreProcessesOfTheirOwn) {
   const Trace t(trace_of(log, Analysis{}));
 
   std::map<std::string, uint64_t> pid_of, sort_of;
-  for (const Json* e : t.with("M", "process_name")) pid_of[(*e)["args"]["name"].string()] = (*e)["pid"].uint64().value();
+  for (const Json* e : t.with("M", "process_name"))
+    pid_of[(*e)["args"]["name"].string()] = (*e)["pid"].uint64().value();
   ASSERT_EQ(pid_of.size(), 3u);
   EXPECT_EQ(pid_of["my_app (host)"], 4242u);
   const uint64_t gpu0 = pid_of["GPU 0 (Test GPU)"], gpu1 = pid_of["GPU 1 (Test GPU)"];
@@ -399,15 +410,18 @@ TEST(TraceTest, HostAndEachGpuAreProcessesOfTheirOwn) {
   EXPECT_GT(gpu0, 1u << 22);  // above any Linux pid (PID_MAX_LIMIT)
   EXPECT_GT(gpu1, 1u << 22);
   EXPECT_LT(gpu1, 1ull << 32);  // still an unsigned 32-bit pid
-  for (const Json* e : t.with("M", "process_sort_index")) sort_of[std::to_string((*e)["pid"].uint64().value())] = (*e)["args"]["sort_index"].uint64().value();
+  for (const Json* e : t.with("M", "process_sort_index"))
+    sort_of[std::to_string((*e)["pid"].uint64().value())] = (*e)["args"]["sort_index"].uint64().value();
   EXPECT_LT(sort_of["4242"], sort_of[std::to_string(gpu0)]);
   EXPECT_LT(sort_of[std::to_string(gpu0)], sort_of[std::to_string(gpu1)]);
 
   std::set<std::string> threads;
-  for (const Json* e : t.with("M", "thread_name")) threads.insert(t.name_of((*e)["pid"].uint64().value()) + " / " + (*e)["args"]["name"].string());
-  EXPECT_EQ(threads, (std::set<std::string>{"my_app (host) / host thread 0", "my_app (host) / host thread 1",
-                                            "GPU 0 (Test GPU) / stream 13", "GPU 0 (Test GPU) / stream 13: synchronization",
-                                            "GPU 0 (Test GPU) / synchronization (no stream)", "GPU 1 (Test GPU) / stream 13"}));
+  for (const Json* e : t.with("M", "thread_name"))
+    threads.insert(t.name_of((*e)["pid"].uint64().value()) + " / " + (*e)["args"]["name"].string());
+  EXPECT_EQ(threads,
+            (std::set<std::string>{"my_app (host) / host thread 0", "my_app (host) / host thread 1",
+                                   "GPU 0 (Test GPU) / stream 13", "GPU 0 (Test GPU) / stream 13: synchronization",
+                                   "GPU 0 (Test GPU) / synchronization (no stream)", "GPU 1 (Test GPU) / stream 13"}));
   // Each call on its thread's track, each kernel on its device's stream.
   for (const Json* c : t.with("X", "cudaLaunchKernel")) {
     EXPECT_EQ(t.track_name(c), "host thread " + std::string((*c)["args"]["correlation"].string() == "1" ? "0" : "1"));
@@ -420,8 +434,8 @@ TEST(TraceTest, HostAndEachGpuAreProcessesOfTheirOwn) {
 TEST(TraceTest, OverlapsThatWouldNotNestGoToTracksOfTheirOwn) {
   EventLog log = base_log();
   log.calls.push_back(call(1, T, T + 10000, MemcpyAsync));
-  log.calls.push_back(call(2, T + 1000, T + 5000, CuMemcpyHtoD));      // nested in the first: same track
-  log.calls.push_back(call(3, T + 8000, T + 20000, LaunchKernel));     // partially overlaps the first
+  log.calls.push_back(call(2, T + 1000, T + 5000, CuMemcpyHtoD));   // nested in the first: same track
+  log.calls.push_back(call(3, T + 8000, T + 20000, LaunchKernel));  // partially overlaps the first
   log.ops.push_back(op(GpuOpKind::Kernel, 7, T + 30000, T + 40000));
   log.ops.push_back(op(GpuOpKind::Kernel, 8, T + 39000, T + 50000));  // overlaps the previous kernel
   log.ops.push_back(op(GpuOpKind::Kernel, 9, T + 50000, T + 60000));  // back to back: no overlap
@@ -468,9 +482,10 @@ TEST(TraceTest, OddNamesAreEscapedIntoValidJson) {
 TEST(TraceTest, OutputIsDeterministic) {
   EventLog log = base_log();
   for (uint64_t i = 0; i < 50; ++i) {
-    log.calls.push_back(call(i + 1, T + i * 10000, T + i * 10000 + 4000, i % 3 ? LaunchKernel : MemcpyAsync, static_cast<uint32_t>(i % 4)));
-    log.ops.push_back(op(i % 3 ? GpuOpKind::Kernel : GpuOpKind::Memcpy, i + 1, T + i * 10000 + 5000, T + i * 10000 + 9000,
-                         13 + static_cast<uint32_t>(i % 2)));
+    log.calls.push_back(call(i + 1, T + i * 10000, T + i * 10000 + 4000, i % 3 ? LaunchKernel : MemcpyAsync,
+                             static_cast<uint32_t>(i % 4)));
+    log.ops.push_back(op(i % 3 ? GpuOpKind::Kernel : GpuOpKind::Memcpy, i + 1, T + i * 10000 + 5000,
+                         T + i * 10000 + 9000, 13 + static_cast<uint32_t>(i % 2)));
   }
   Analysis a;
   Finding f;
@@ -600,7 +615,9 @@ TEST(TraceFixtures, PageableCopiesAreFlaggedWithArrowsToTheirCopies) {
       ASSERT_TRUE(copy);
       EXPECT_EQ((*copy)["cat"].string(), "memcpy");
       EXPECT_EQ((*copy)["args"]["correlation"].string(), (*c)["args"]["correlation"].string());
-      EXPECT_EQ((*copy)["args"]["released"].string().rfind("cudaMemcpyAsync (correlation " + (*c)["args"]["correlation"].string(), 0), 0u);
+      EXPECT_EQ((*copy)["args"]["released"].string().rfind(
+                    "cudaMemcpyAsync (correlation " + (*c)["args"]["correlation"].string(), 0),
+                0u);
       EXPECT_EQ(t.track_name(copy), "stream 13");
       copy_of_rule[rule] = (*copy)["name"].string();
     }

@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
     }).detach();
     std::atomic<unsigned long> spin{0};  // busy, as a thread making CUDA calls would be
     for (;;) {
-      if (spin.fetch_add(1, std::memory_order_relaxed) % 1024 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      if (spin.fetch_add(1, std::memory_order_relaxed) % 1024 == 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
   if (mode == "fork-child-exits") {  // children that neither exec nor use CUDA: one exit(), one _exit()

@@ -46,8 +46,8 @@ inline size_t count(const std::string& text, const std::string& what) {
 // "TERM" for SIGTERM (sigabbrev_np's names, without needing glibc 2.32).
 inline std::string signal_name(int sig) {
   static const std::pair<int, const char*> kNames[] = {
-      {SIGTERM, "TERM"}, {SIGINT, "INT"}, {SIGHUP, "HUP"},   {SIGQUIT, "QUIT"}, {SIGABRT, "ABRT"}, {SIGSEGV, "SEGV"},
-      {SIGBUS, "BUS"},   {SIGFPE, "FPE"}, {SIGILL, "ILL"},   {SIGPIPE, "PIPE"}, {SIGKILL, "KILL"}, {SIGTRAP, "TRAP"}};
+      {SIGTERM, "TERM"}, {SIGINT, "INT"}, {SIGHUP, "HUP"}, {SIGQUIT, "QUIT"}, {SIGABRT, "ABRT"}, {SIGSEGV, "SEGV"},
+      {SIGBUS, "BUS"},   {SIGFPE, "FPE"}, {SIGILL, "ILL"}, {SIGPIPE, "PIPE"}, {SIGKILL, "KILL"}, {SIGTRAP, "TRAP"}};
   for (const auto& [n, name] : kNames) {
     if (n == sig) return name;
   }

@@ -46,8 +46,10 @@ class CudaExitPaths : public TestDir {
     std::map<int, std::string> json;
     for (const fs::directory_entry& e : fs::directory_iterator(dir_ / "reports")) {
       const std::string name = e.path().filename().string();
-      if (name.ends_with(".json")) json[std::stoi(name.substr(7))] = slurp(e.path());
-      else if (!name.ends_with(".txt")) ADD_FAILURE() << "unexpected file " << name;
+      if (name.ends_with(".json"))
+        json[std::stoi(name.substr(7))] = slurp(e.path());
+      else if (!name.ends_with(".txt"))
+        ADD_FAILURE() << "unexpected file " << name;
     }
     return json;
   }
@@ -60,7 +62,8 @@ class CudaExitPaths : public TestDir {
     const std::string& r = json.at(p.pid);
     EXPECT_NE(r.find("\"monitoring\": \"on\""), std::string::npos) << r;
     EXPECT_NE(r.find("\"end\": \"" + end + "\""), std::string::npos) << r;
-    if (complete) EXPECT_NE(r.find(std::string("\"complete\": ") + (*complete ? "true" : "false")), std::string::npos) << r;
+    if (complete)
+      EXPECT_NE(r.find(std::string("\"complete\": ") + (*complete ? "true" : "false")), std::string::npos) << r;
     EXPECT_EQ(r.find("\"calls_watched\": 0,"), std::string::npos) << "the calls before the end are missing: " << r;
     EXPECT_NE(r.find("\"api\": \"cudaMemcpyAsync\""), std::string::npos) << "the pageable copy is not reported: " << r;
     EXPECT_EQ(p.err.find("was not written"), std::string::npos) << p.err;
@@ -132,7 +135,8 @@ TEST_F(CudaExitPaths, ForkedChildThatExecsACudaProgramReportsApart) {
   EXPECT_NE(c.find("\"args\": [\"exit\"]"), std::string::npos) << "the exec'd program's own report: " << c;
   EXPECT_NE(c.find("\"api\": \"cudaMemcpyAsync\""), std::string::npos) << c;
   // The parent made the child's calls and a second round after it: more calls than the child.
-  EXPECT_GT(json_number(json.at(p.pid), "calls_watched"), json_number(c, "calls_watched")) << json.at(p.pid) << "\n" << c;
+  EXPECT_GT(json_number(json.at(p.pid), "calls_watched"), json_number(c, "calls_watched")) << json.at(p.pid) << "\n"
+                                                                                           << c;
 }
 
 // A child that execs a program that never uses CUDA (a helper: /bin/true) writes no report of nothing, whose file

@@ -15,9 +15,8 @@ namespace asynccheck_test {
 class TestDir : public ::testing::Test {
  protected:
   void make_dir(const std::string& prefix, std::initializer_list<const char*> subdirs) {
-    dir_ = std::filesystem::temp_directory_path() /
-           (prefix + "-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     for (const char* d : subdirs) std::filesystem::create_directories(dir_ / d);
   }

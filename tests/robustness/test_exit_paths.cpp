@@ -40,9 +40,12 @@ class ExitPaths : public TestDir {
     size_t txt = 0;
     for (const fs::directory_entry& e : fs::directory_iterator(dir_ / "reports")) {
       const std::string name = e.path().filename().string();
-      if (name.ends_with(".json")) json[std::stoi(name.substr(7))] = slurp(e.path());
-      else if (name.ends_with(".txt")) ++txt;
-      else ADD_FAILURE() << "unexpected file " << name;  // a temporary file left by a report cut short
+      if (name.ends_with(".json"))
+        json[std::stoi(name.substr(7))] = slurp(e.path());
+      else if (name.ends_with(".txt"))
+        ++txt;
+      else
+        ADD_FAILURE() << "unexpected file " << name;  // a temporary file left by a report cut short
     }
     if (summaries) *summaries = txt;
     return json;
@@ -51,12 +54,12 @@ class ExitPaths : public TestDir {
 
 struct Case {
   const char* mode;
-  int signal;          // the program ends by this signal, or
-  int code;            // with this exit code
-  const char* end;     // RunInfo::end of its report
-  bool complete;       // only an ordinary exit completes
-  size_t reports;      // reporting processes
-  const char* out;     // its standard output
+  int signal;       // the program ends by this signal, or
+  int code;         // with this exit code
+  const char* end;  // RunInfo::end of its report
+  bool complete;    // only an ordinary exit completes
+  size_t reports;   // reporting processes
+  const char* out;  // its standard output
 };
 
 const Case kCases[] = {
@@ -116,7 +119,8 @@ TEST_F(ExitPaths, EveryEndReportsAndEndsAsItWould) {
       EXPECT_NE(other.find("\"end\": \"exit\""), std::string::npos) << other;
     }
     if (!c.complete) {  // the summary says how it ended
-      EXPECT_NE(slurp(dir_ / "reports" / ("report." + std::to_string(p.pid) + ".txt")).find(std::string("; the program ended by ") + c.end),
+      EXPECT_NE(slurp(dir_ / "reports" / ("report." + std::to_string(p.pid) + ".txt"))
+                    .find(std::string("; the program ended by ") + c.end),
                 std::string::npos);
     }
   }
@@ -141,8 +145,7 @@ TEST_F(ExitPaths, StuckReportTimesOutOrYieldsToASecondSignal) {
   ASSERT_EQ(pipe(fds), 0);
   fcntl(fds[1], F_SETFL, O_NONBLOCK);
   const std::string fill(4096, 'x');
-  while (write(fds[1], fill.data(), fill.size()) > 0) {
-  }
+  while (write(fds[1], fill.data(), fill.size()) > 0) {}
   fcntl(fds[1], F_SETFL, 0);  // full: the next write blocks
   for (const bool twice : {false, true}) {
     SCOPED_TRACE(twice ? "second signal" : "timeout");
@@ -159,7 +162,8 @@ TEST_F(ExitPaths, StuckReportTimesOutOrYieldsToASecondSignal) {
     EXPECT_LT(seconds, 20.0);
     if (!twice) {
       EXPECT_GE(seconds, 1.0);
-      EXPECT_NE(p.err.find("asynccheck: ERROR: the report was not written within signal_timeout"), std::string::npos) << p.err;
+      EXPECT_NE(p.err.find("asynccheck: ERROR: the report was not written within signal_timeout"), std::string::npos)
+          << p.err;
     }
   }
   close(fds[0]);
@@ -194,7 +198,8 @@ TEST_F(ExitPaths, ForkExecWithoutPerProcessNames) {
                         dir_ / "preload"});
   EXPECT_EQ(describe(p.status), "exit code 0");
   EXPECT_NE(slurp(json).find("\"program\": \"/bin/true\""), std::string::npos);
-  EXPECT_NE(p.err.find("asynccheck: ERROR: cannot write '" + json + "': it already exists"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("asynccheck: ERROR: cannot write '" + json + "': it already exists"), std::string::npos)
+      << p.err;
 }
 
 // Through the asynccheck command: the command ends as the program did, and reports every process it ran.
@@ -220,16 +225,16 @@ TEST_F(ExitPaths, ThroughTheCommand) {
 // signal_timeout=0: no reporter thread and no handler; a signal ends the program unreported, exactly as before.
 TEST_F(ExitPaths, SignalTimeoutZeroTurnsSignalReportsOff) {
   const std::string reports = (dir_ / "reports").string();
-  const Result p = run({{kProgram.string(), "sigterm"},
-                        {"LD_PRELOAD=" + kLibrary.string(),
-                         "ASYNCCHECK_OPTIONS=signal_timeout=0:json=" + reports + "/report.%p.json"},
-                        dir_ / "preload"});
+  const Result p = run(
+      {{kProgram.string(), "sigterm"},
+       {"LD_PRELOAD=" + kLibrary.string(), "ASYNCCHECK_OPTIONS=signal_timeout=0:json=" + reports + "/report.%p.json"},
+       dir_ / "preload"});
   EXPECT_EQ(describe(p.status), "signal TERM");
   EXPECT_TRUE(this->reports().empty());
-  const Result e = run({{kProgram.string(), "exit"},
-                        {"LD_PRELOAD=" + kLibrary.string(),
-                         "ASYNCCHECK_OPTIONS=signal_timeout=0:json=" + reports + "/report.%p.json"},
-                        dir_ / "preload"});
+  const Result e = run(
+      {{kProgram.string(), "exit"},
+       {"LD_PRELOAD=" + kLibrary.string(), "ASYNCCHECK_OPTIONS=signal_timeout=0:json=" + reports + "/report.%p.json"},
+       dir_ / "preload"});
   EXPECT_EQ(describe(e.status), "exit code 3");
   EXPECT_EQ(this->reports().size(), 1u);  // an exit still reports
 }

@@ -35,7 +35,8 @@ class OtherProfilers : public TestDir {
 };
 
 fs::path compute_sanitizer() {
-  for (const char* p : {"/usr/local/cuda/bin/compute-sanitizer", "/usr/local/cuda/compute-sanitizer/compute-sanitizer"}) {
+  for (const char* p :
+       {"/usr/local/cuda/bin/compute-sanitizer", "/usr/local/cuda/compute-sanitizer/compute-sanitizer"}) {
     if (fs::exists(p)) return p;
   }
   return {};
@@ -62,8 +63,8 @@ TEST_F(OtherProfilers, UnderComputeSanitizerAsynccheckStepsAside) {
     Launch launch;
     size_t reports;  // the program's, and with LD_PRELOAD the first process's (the sanitizer's own launcher)
   };
-  std::vector<std::string> through_command{sanitizer.string(), "--tool", "memcheck", kCommand.string(),
-                                           "--json=" + json_option(), "--", kProgram.string(), "exit"};
+  std::vector<std::string> through_command{sanitizer.string(),        "--tool", "memcheck",        kCommand.string(),
+                                           "--json=" + json_option(), "--",     kProgram.string(), "exit"};
   const Way ways[] = {
       {"LD_PRELOAD=libasynccheck.so compute-sanitizer ...",
        {argv, {"LD_PRELOAD=" + kLibrary.string(), "ASYNCCHECK_OPTIONS=json=" + json_option()}, dir_ / "watched"},
@@ -102,9 +103,10 @@ TEST_F(OtherProfilers, TorchProfilerUnderAsynccheckRunsToItsEnd) {
   ASSERT_TRUE(std::regex_search(bare.out, m, std::regex("cuda_events ([0-9]+)"))) << bare.out;
   EXPECT_GT(std::stoi(m[1]), 0) << "torch.profiler alone records the GPU's work";
 
-  const Result w = run({{kCommand.string(), "--json=" + json_option(), "--", "python3", kTorchScript.string()},  // execvp
-                        {},
-                        dir_ / "watched"});
+  const Result w =
+      run({{kCommand.string(), "--json=" + json_option(), "--", "python3", kTorchScript.string()},  // execvp
+           {},
+           dir_ / "watched"});
   EXPECT_EQ(describe(w.status), "exit code 0") << w.err;
   EXPECT_NE(w.out.find("cpu_events True\n"), std::string::npos) << w.out;
   EXPECT_NE(w.out.find("cuda_events 0\n"), std::string::npos)

@@ -66,7 +66,8 @@ TEST_F(SecureExecution, EnvironmentOptionsAreIgnoredAndSaidSo) {
   if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root, to make a setgid copy of secure_probe for another group";
   const group* other = getgrnam("nogroup");
   if (other == nullptr) other = getgrnam("nobody");
-  if (other == nullptr || other->gr_gid == getgid()) GTEST_SKIP() << "SKIPPED: no group 'nogroup' or 'nobody' to setgid to";
+  if (other == nullptr || other->gr_gid == getgid())
+    GTEST_SKIP() << "SKIPPED: no group 'nogroup' or 'nobody' to setgid to";
   // chown clears the set-id bits: set it after. A rootless container may not map that group.
   if (chown(probe_.c_str(), 0, other->gr_gid) != 0 || chmod(probe_.c_str(), 02755) != 0) {
     GTEST_SKIP() << "SKIPPED: cannot make a setgid copy for group " << other->gr_name << ": " << strerror(errno);

@@ -37,16 +37,36 @@ constexpr uint64_t k64K = 65536;
 class Call {
  public:
   explicit Call(ApiKind api) { d_.api = api; }
-  Call async() const { return with([](CallDescription& c) { c.async_form = true; }); }
-  Call ptds() const { return with([](CallDescription& c) { c.per_thread_variant = true; }); }
-  Call on(S s) const { return with([s](CallDescription& c) { c.stream = s; }); }
-  Call pending() const { return with([](CallDescription& c) { c.blocking_streams_pending = true; }); }
-  Call first() const { return with([](CallDescription& c) { c.first_launch = true; }); }
-  Call stream_ordered() const { return with([](CallDescription& c) { c.stream_ordered_pointer = true; }); }
-  Call wait(WaitMode m) const { return with([m](CallDescription& c) { c.wait_mode = m; }); }
-  Call loading(ModuleLoading l) const { return with([l](CallDescription& c) { c.env.module_loading = l; }); }
-  Call launch_blocking() const { return with([](CallDescription& c) { c.env.launch_blocking = true; }); }
-  Call pageable_node() const { return with([](CallDescription& c) { c.pageable_copy_node = true; }); }
+  Call async() const {
+    return with([](CallDescription& c) { c.async_form = true; });
+  }
+  Call ptds() const {
+    return with([](CallDescription& c) { c.per_thread_variant = true; });
+  }
+  Call on(S s) const {
+    return with([s](CallDescription& c) { c.stream = s; });
+  }
+  Call pending() const {
+    return with([](CallDescription& c) { c.blocking_streams_pending = true; });
+  }
+  Call first() const {
+    return with([](CallDescription& c) { c.first_launch = true; });
+  }
+  Call stream_ordered() const {
+    return with([](CallDescription& c) { c.stream_ordered_pointer = true; });
+  }
+  Call wait(WaitMode m) const {
+    return with([m](CallDescription& c) { c.wait_mode = m; });
+  }
+  Call loading(ModuleLoading l) const {
+    return with([l](CallDescription& c) { c.env.module_loading = l; });
+  }
+  Call launch_blocking() const {
+    return with([](CallDescription& c) { c.env.launch_blocking = true; });
+  }
+  Call pageable_node() const {
+    return with([](CallDescription& c) { c.pageable_copy_node = true; });
+  }
   const CallDescription& desc() const { return d_; }
 
   friend Call copy(D dir, M src, M dst, uint64_t n);
@@ -134,8 +154,8 @@ const std::vector<Positive>& positive_cases() {
       P("SyncH2DPageable4K", copy(D::HostToDevice, M::Pageable, M::Device, 4096), R::CopySmallH2D, H::Asynchronous),
       P("SyncH2DPinned65536", copy(D::HostToDevice, M::Pinned, M::Device, k64K), R::CopySmallH2D, H::Asynchronous),
       // ---- copies: pinned ----
-      P("AsyncH2DPinned", copy(D::HostToDevice, M::Pinned, M::Device, kMiB).async().on(S::Blocking),
-        R::CopyAsyncPinned, H::Asynchronous),
+      P("AsyncH2DPinned", copy(D::HostToDevice, M::Pinned, M::Device, kMiB).async().on(S::Blocking), R::CopyAsyncPinned,
+        H::Asynchronous),
       P("AsyncD2HPinned", copy(D::DeviceToHost, M::Device, M::Pinned, kMiB).async().on(S::NonBlocking),
         R::CopyAsyncPinned, H::Asynchronous),
       P("AsyncD2HPinnedDefaultDirection", copy(D::Default, M::Device, M::Pinned, kMiB).async().on(S::Blocking),
@@ -154,14 +174,14 @@ const std::vector<Positive>& positive_cases() {
       P("H2HDefaultTwoPageableAsync", copy(D::Default, M::Pageable, M::Pageable, 16).async().on(S::Blocking),
         R::CopyHostToHost, H::FullySynchronous),
       // ---- copies: device to device ----
-      Implicit("D2DSync", copy(D::DeviceToDevice, M::Device, M::Device, kMiB), R::CopyDeviceToDevice,
-               H::Asynchronous, R::CopyDeviceToDevice),
+      Implicit("D2DSync", copy(D::DeviceToDevice, M::Device, M::Device, kMiB), R::CopyDeviceToDevice, H::Asynchronous,
+               R::CopyDeviceToDevice),
       Implicit("D2DSyncDefaultDirectionArray", copy(D::Default, M::Array, M::Device, kMiB), R::CopyDeviceToDevice,
                H::Asynchronous, R::CopyDeviceToDevice),
       Implicit("D2DSyncPerThreadVariantPending", copy(D::DeviceToDevice, M::Device, M::Device, kMiB).ptds().pending(),
                R::CopyDeviceToDevice, H::Asynchronous, R::CopyDeviceToDevice),
-      P("D2DAsync", copy(D::DeviceToDevice, M::Device, M::Device, kMiB).async().on(S::Blocking),
-        R::CopyDeviceToDevice, H::Asynchronous),
+      P("D2DAsync", copy(D::DeviceToDevice, M::Device, M::Device, kMiB).async().on(S::Blocking), R::CopyDeviceToDevice,
+        H::Asynchronous),
       // ---- copies: synchronous forms ----
       P("SyncH2DPageable1MiB", copy(D::HostToDevice, M::Pageable, M::Device, kMiB), R::CopySyncPageableH2D,
         H::ReturnsAfterStaging),
@@ -178,8 +198,8 @@ const std::vector<Positive>& positive_cases() {
       P("SyncD2HPerThreadVariant", copy(D::DeviceToHost, M::Device, M::Pinned, kMiB).ptds(), R::CopySyncD2H,
         H::ReturnsWhenCopyCompletes),
       // ---- copies: managed memory ----
-      P("AsyncH2DToManaged", copy(D::HostToDevice, M::Pinned, M::Managed, kMiB).async().on(S::Blocking),
-        R::CopyManaged, H::MayBlock),
+      P("AsyncH2DToManaged", copy(D::HostToDevice, M::Pinned, M::Managed, kMiB).async().on(S::Blocking), R::CopyManaged,
+        H::MayBlock),
       P("AsyncSmallH2DToManaged", copy(D::HostToDevice, M::Pageable, M::Managed, 1024).async().on(S::Blocking),
         R::CopyManaged, H::MayBlock),
       P("AsyncD2HFromManaged", copy(D::DeviceToHost, M::Managed, M::Pinned, kMiB).async().on(S::Blocking),
@@ -188,8 +208,7 @@ const std::vector<Positive>& positive_cases() {
       // ---- copies: memory we could not classify ----
       P("AsyncH2DUnknownSource", copy(D::HostToDevice, M::Unknown, M::Device, kMiB).async().on(S::Blocking),
         R::CopyUnknownMemory, H::MayBlock),
-      P("SyncH2DUnknownSource", copy(D::HostToDevice, M::Unknown, M::Device, kMiB), R::CopyUnknownMemory,
-        H::MayBlock),
+      P("SyncH2DUnknownSource", copy(D::HostToDevice, M::Unknown, M::Device, kMiB), R::CopyUnknownMemory, H::MayBlock),
       P("AsyncD2HUnknownDestination", copy(D::DeviceToHost, M::Device, M::Unknown, kMiB).async().on(S::Blocking),
         R::CopyUnknownMemory, H::MayBlock),
       P("AsyncDefaultUnknownSource", copy(D::Default, M::Unknown, M::Device, kMiB).async().on(S::Blocking),
@@ -222,8 +241,8 @@ const std::vector<Positive>& positive_cases() {
       Legacy("LegacySyncCopyH2DSmall", copy(D::HostToDevice, M::Pageable, M::Device, 64).pending(), R::CopySmallH2D,
              H::Asynchronous),
       // Serialization outranks the per-kind implicit synchronization point.
-      Legacy("LegacySyncCopyD2D", copy(D::DeviceToDevice, M::Device, M::Device, kMiB).pending(),
-             R::CopyDeviceToDevice, H::Asynchronous),
+      Legacy("LegacySyncCopyD2D", copy(D::DeviceToDevice, M::Device, M::Device, kMiB).pending(), R::CopyDeviceToDevice,
+             H::Asynchronous),
       Legacy("LegacySyncMemsetDevice", memset_of(M::Device).pending(), R::MemsetDevice, H::Asynchronous),
       Legacy("LegacyStreamWaitEvent", api(ApiKind::StreamWaitEvent).on(S::LegacyDefault).pending(), R::AsyncQuery,
              H::Asynchronous),
@@ -242,8 +261,7 @@ const std::vector<Positive>& positive_cases() {
       Implicit("CudaMallocHost", api(ApiKind::PinnedAlloc), R::PinnedAlloc, H::MayBlock, R::PinnedAlloc),
       Implicit("CudaHostRegister", api(ApiKind::HostRegister), R::PinnedAlloc, H::MayBlock, R::PinnedAlloc),
       P("CudaFree", api(ApiKind::Free), R::FreeWaitsForDevice, H::WaitsForDevice),
-      P("CudaFreeOfStreamOrderedPointer", api(ApiKind::Free).stream_ordered(), R::FreeStreamOrdered,
-        H::Asynchronous),
+      P("CudaFreeOfStreamOrderedPointer", api(ApiKind::Free).stream_ordered(), R::FreeStreamOrdered, H::Asynchronous),
       P("CudaFreeHost", api(ApiKind::FreeHost), R::FreeHost, H::MayBlock),
       P("CudaHostUnregister", api(ApiKind::HostUnregister), R::FreeHost, H::MayBlock),
       P("CudaMallocAsync", api(ApiKind::StreamOrderedAlloc).on(S::Blocking), R::StreamOrderedAlloc, H::Asynchronous),
@@ -330,8 +348,8 @@ INSTANTIATE_TEST_SUITE_P(Rules, PredictPositive, ::testing::ValuesIn(positive_ca
 struct Negative {
   std::string name;
   CallDescription call;
-  R must_not;    // neither the host rule nor the GPU rule may be this
-  R host_rule;   // the host rule it gets instead
+  R must_not;   // neither the host rule nor the GPU rule may be this
+  R host_rule;  // the host rule it gets instead
 };
 
 void PrintTo(const Negative& n, std::ostream* os) { *os << n.name; }
@@ -400,8 +418,8 @@ const std::vector<Negative>& negative_cases() {
         R::MemsetAsync),
       N("MemsetSyncDeviceIsNotAsync", memset_of(M::Device), R::MemsetAsync, R::MemsetDevice),
       // ---- the legacy default stream ----
-      N("LaunchPerThreadDefaultStreamPending", launch().on(S::PerThreadDefault).pending(),
-        R::LegacyStreamSerialization, R::LaunchAsync),
+      N("LaunchPerThreadDefaultStreamPending", launch().on(S::PerThreadDefault).pending(), R::LegacyStreamSerialization,
+        R::LaunchAsync),
       N("LaunchNonBlockingStreamPending", launch().on(S::NonBlocking).pending(), R::LegacyStreamSerialization,
         R::LaunchAsync),
       N("LaunchBlockingStreamPending", launch().on(S::Blocking).pending(), R::LegacyStreamSerialization,
@@ -409,8 +427,8 @@ const std::vector<Negative>& negative_cases() {
       N("LaunchLegacyNothingPending", launch().on(S::LegacyDefault), R::LegacyStreamSerialization, R::LaunchAsync),
       N("SyncCopyPerThreadVariantPending", copy(D::DeviceToHost, M::Device, M::Pinned, kMiB).ptds().pending(),
         R::LegacyStreamSerialization, R::CopySyncD2H),
-      N("SyncCopyLegacyNothingPending", copy(D::DeviceToHost, M::Device, M::Pinned, kMiB),
-        R::LegacyStreamSerialization, R::CopySyncD2H),
+      N("SyncCopyLegacyNothingPending", copy(D::DeviceToHost, M::Device, M::Pinned, kMiB), R::LegacyStreamSerialization,
+        R::CopySyncD2H),
       N("SyncMemsetPerThreadVariantPending", memset_of(M::Device).ptds().pending(), R::LegacyStreamSerialization,
         R::MemsetDevice),
       N("AsyncCopyPerThreadDefaultStreamPending",
@@ -430,8 +448,7 @@ const std::vector<Negative>& negative_cases() {
       N("CudaMallocIsNotPinnedAlloc", api(ApiKind::DeviceAlloc), R::PinnedAlloc, R::DeviceAlloc),
       N("FreeOfStreamOrderedPointerDoesNotWait", api(ApiKind::Free).stream_ordered(), R::FreeWaitsForDevice,
         R::FreeStreamOrdered),
-      N("FreeOfCudaMallocPointerIsNotStreamOrdered", api(ApiKind::Free), R::FreeStreamOrdered,
-        R::FreeWaitsForDevice),
+      N("FreeOfCudaMallocPointerIsNotStreamOrdered", api(ApiKind::Free), R::FreeStreamOrdered, R::FreeWaitsForDevice),
       N("CudaFreeIsNotFreeHost", api(ApiKind::Free), R::FreeHost, R::FreeWaitsForDevice),
       N("CudaFreeOfStreamOrderedPointerIsNotFreeAsync", api(ApiKind::Free).stream_ordered(), R::StreamOrderedAlloc,
         R::FreeStreamOrdered),
@@ -553,8 +570,7 @@ INSTANTIATE_TEST_SUITE_P(
                       DirectionCase{"ExplicitH2DKept", D::HostToDevice, M::Device, M::Device, D::HostToDevice},
                       DirectionCase{"ExplicitD2HKept", D::DeviceToHost, M::Unknown, M::Unknown, D::DeviceToHost},
                       DirectionCase{"ExplicitH2HKept", D::HostToHost, M::Unknown, M::Unknown, D::HostToHost},
-                      DirectionCase{"ExplicitD2DKept", D::DeviceToDevice, M::Pageable, M::Pinned,
-                                    D::DeviceToDevice}),
+                      DirectionCase{"ExplicitD2DKept", D::DeviceToDevice, M::Pageable, M::Pinned, D::DeviceToDevice}),
     [](const ::testing::TestParamInfo<DirectionCase>& param_info) { return param_info.param.name; });
 
 TEST(MemoryKinds, HostAndDeviceHelpers) {

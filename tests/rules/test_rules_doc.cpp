@@ -56,8 +56,7 @@ TEST(RulesDoc, HasEveryRule) {
   for (const Rule& r : all_rules()) {
     const std::string id(r.id);
     EXPECT_NE(md.find("\n### " + id + "\n"), std::string::npos) << id << ": no section";
-    EXPECT_NE(md.find("| [`" + id + "`](#" + id + ") | " + std::string(level_name(r.level)) + " | "),
-              std::string::npos)
+    EXPECT_NE(md.find("| [`" + id + "`](#" + id + ") | " + std::string(level_name(r.level)) + " | "), std::string::npos)
         << id << ": no summary row";
     EXPECT_NE(md.find("(<" + std::string(r.url) + ">)"), std::string::npos) << id << ": no link";
   }

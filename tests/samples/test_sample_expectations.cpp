@@ -95,10 +95,12 @@ TEST(SampleExpectations, NvtxRangesAreChecked) {
     return r;
   };
   const report::RangeCount forward{"forward", "", 2}, lib{"forward", "lib", 2}, once{"forward", "", 1};
-  const std::vector<report::SiteRow> rows = {row(1, {forward}), row(2, {lib}), row(3, {}), row(4, {once}), row(5, {lib})};
-  EXPECT_EQ(expect::check(blocks[0], rows),
-            (std::vector<std::string>{"run r: copy-sync-d2h for cudaMemcpy at a.cu:4 must be in NVTX range \"forward\", "
-                                      "got in NVTX range \"forward\" for 1 of 2 calls"}));
+  const std::vector<report::SiteRow> rows = {row(1, {forward}), row(2, {lib}), row(3, {}), row(4, {once}),
+                                             row(5, {lib})};
+  EXPECT_EQ(
+      expect::check(blocks[0], rows),
+      (std::vector<std::string>{"run r: copy-sync-d2h for cudaMemcpy at a.cu:4 must be in NVTX range \"forward\", "
+                                "got in NVTX range \"forward\" for 1 of 2 calls"}));
   std::ofstream(file) << "run r prog\nexpect copy-sync-d2h cudaMemcpy a.cu:1 nvtx-domain=lib\n";
   EXPECT_FALSE(expect::parse(file, blocks, error));
   EXPECT_EQ(error, file.string() + ":2: nvtx-domain= needs nvtx=NAME");
@@ -116,8 +118,7 @@ TEST(SampleExpectations, EveryNamedLineHoldsTheNamedCall) {
       std::ifstream src(kSource / "samples" / c.sample / l.file);
       ASSERT_TRUE(src) << c.id() << ": no source " << l.file;
       std::string text;
-      for (int i = 0; i < l.line && std::getline(src, text); ++i) {
-      }
+      for (int i = 0; i < l.line && std::getline(src, text); ++i) {}
       const std::string needle = l.api == "cudaLaunchKernel" ? "<<<" : l.api;
       EXPECT_NE(text.find(needle), std::string::npos)
           << c.id() << ": " << l.file << ":" << l.line << " does not contain " << needle << " (expect.txt line "
@@ -134,7 +135,8 @@ TEST(SampleExpectations, RecordedRunsMeetTheirExpectations) {
   for (const Case& c : all_cases()) {
     const fs::path rec = dir / (c.id() + ".rec");
     if (pending.erase(c.id()) > 0) {
-      EXPECT_FALSE(fs::exists(rec)) << rec << " is committed: remove " << c.id() << " from tests/fixtures/recordings/PENDING";
+      EXPECT_FALSE(fs::exists(rec)) << rec << " is committed: remove " << c.id()
+                                    << " from tests/fixtures/recordings/PENDING";
       std::cout << "PENDING: " << c.id() << " has no committed GPU recording yet (tests/fixtures/recordings/PENDING); "
                 << "its expectations are checked by the GPU test (ctest -L gpu) and by the analysis unit tests\n";
       continue;
@@ -161,17 +163,20 @@ TEST(SampleExpectations, RecordedRunsMeetTheirExpectations) {
       // SARIF paths do not depend on where this test runs.
       const std::string file = log.run.program;
       pinned.source_root = file.substr(0, file.find("/build/"));
-      for (const auto& [ext, writer] : {std::pair{".json", &report::write_json}, std::pair{".sarif", &report::write_sarif}}) {
+      for (const auto& [ext, writer] :
+           {std::pair{".json", &report::write_json}, std::pair{".sarif", &report::write_sarif}}) {
         std::ostringstream out;
         writer(out, pinned);
         const fs::path golden = dir / (c.id() + ext);
         if (std::getenv("ASYNCCHECK_UPDATE_GOLDEN")) std::ofstream(golden) << out.str();
         EXPECT_EQ(out.str(), read_file(golden))
-            << golden << " differs; if the change is intended, rerun with ASYNCCHECK_UPDATE_GOLDEN=1 and review the diff";
+            << golden
+            << " differs; if the change is intended, rerun with ASYNCCHECK_UPDATE_GOLDEN=1 and review the diff";
       }
     }
   }
-  for (const std::string& id : pending) ADD_FAILURE() << "tests/fixtures/recordings/PENDING names " << id << ", which no expect.txt runs";
+  for (const std::string& id : pending)
+    ADD_FAILURE() << "tests/fixtures/recordings/PENDING names " << id << ", which no expect.txt runs";
 }
 
 }  // namespace

@@ -23,9 +23,7 @@ std::string basename_of(const std::string& path) {
 
 // What a row says about NVTX ranges, as an expect line writes it: "-" for none, else the name of the range most of
 // its findings were in, with the domain and the other ranges when there are any.
-std::string nvtx_of(const report::SiteRow& r) {
-  return r.nvtx.empty() ? "-" : report::nvtx_text(r);
-}
+std::string nvtx_of(const report::SiteRow& r) { return r.nvtx.empty() ? "-" : report::nvtx_text(r); }
 
 bool nvtx_matches(const report::SiteRow& r, const Line& l) {
   if (l.nvtx.empty()) return true;
@@ -72,14 +70,18 @@ bool parse(const std::string& path, std::vector<Block>& blocks, std::string& err
       // expect lines may end with nvtx=NAME (or nvtx=- for none) and nvtx-domain=DOMAIN.
       while (l.expect && w.size() > want) {
         const std::string& opt = w.back();
-        if (opt.rfind("nvtx=", 0) == 0 && opt.size() > 5 && l.nvtx.empty()) l.nvtx = opt.substr(5);
-        else if (opt.rfind("nvtx-domain=", 0) == 0 && opt.size() > 12 && l.nvtx_domain.empty()) l.nvtx_domain = opt.substr(12);
-        else return fail("'" + opt + "' is not nvtx=NAME, nvtx=- or nvtx-domain=DOMAIN (each at most once)");
+        if (opt.rfind("nvtx=", 0) == 0 && opt.size() > 5 && l.nvtx.empty())
+          l.nvtx = opt.substr(5);
+        else if (opt.rfind("nvtx-domain=", 0) == 0 && opt.size() > 12 && l.nvtx_domain.empty())
+          l.nvtx_domain = opt.substr(12);
+        else
+          return fail("'" + opt + "' is not nvtx=NAME, nvtx=- or nvtx-domain=DOMAIN (each at most once)");
         w.pop_back();
       }
       if (!l.nvtx_domain.empty() && (l.nvtx.empty() || l.nvtx == "-")) return fail("nvtx-domain= needs nvtx=NAME");
       if (w.size() != want) {
-        return fail(l.expect ? "expect needs RULE-ID API FILE:LINE [nvtx=NAME|-] [nvtx-domain=DOMAIN]" : "silent needs API FILE:LINE");
+        return fail(l.expect ? "expect needs RULE-ID API FILE:LINE [nvtx=NAME|-] [nvtx-domain=DOMAIN]"
+                             : "silent needs API FILE:LINE");
       }
       if (l.expect) {
         l.rule = w[1];
@@ -107,9 +109,10 @@ std::vector<std::string> check(const Block& block, const std::vector<report::Sit
       if (!found) {
         failures.push_back("run " + block.name + ": expected " + l.rule + " for " + where + ", not reported");
       } else if (!nvtx_matches(*found, l)) {
-        const std::string want = l.nvtx == "-" ? "no NVTX range"
-                                               : "NVTX range \"" + l.nvtx + "\"" +
-                                                     (l.nvtx_domain.empty() ? "" : " (domain \"" + l.nvtx_domain + "\")");
+        const std::string want = l.nvtx == "-"
+                                     ? "no NVTX range"
+                                     : "NVTX range \"" + l.nvtx + "\"" +
+                                           (l.nvtx_domain.empty() ? "" : " (domain \"" + l.nvtx_domain + "\")");
         failures.push_back("run " + block.name + ": " + l.rule + " for " + where + " must be in " + want + ", got " +
                            nvtx_of(*found));
       }

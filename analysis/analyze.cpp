@@ -175,17 +175,18 @@ class Judge {
   // launch on a full queue waits for one slot). One sweep over the calls by start.
   void find_running_work(const std::vector<size_t>& judged) {
     running_.clear();
+    std::vector<size_t> order;
+    for (size_t ci : judged) {
+      const ApiCall& c = log_.calls[ci];
+      if (predicted(ci).may_hold_host() && c.end_ns - c.start_ns >= opt_.threshold_ns) order.push_back(ci);
+    }
+    if (order.empty()) return;  // most chunks of a launch loop: no call to check
     std::vector<size_t> by_enqueue;
     for (size_t i = 0; i < log_.ops.size(); ++i) {
       if (log_.ops[i].kind != GpuOpKind::Sync && idx_->enqueue_ns[i] != 0) by_enqueue.push_back(i);
     }
     std::stable_sort(by_enqueue.begin(), by_enqueue.end(),
                      [&](size_t a, size_t b) { return idx_->enqueue_ns[a] < idx_->enqueue_ns[b]; });
-    std::vector<size_t> order;
-    for (size_t ci : judged) {
-      const ApiCall& c = log_.calls[ci];
-      if (predicted(ci).may_hold_host() && c.end_ns - c.start_ns >= opt_.threshold_ns) order.push_back(ci);
-    }
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return log_.calls[a].start_ns < log_.calls[b].start_ns; });
     std::unordered_map<uint32_t, size_t> latest;  // per stream: of the work enqueued so far, the op that ends last
@@ -669,15 +670,15 @@ void Analyzer::mark_pending_blocking_work(size_t from, size_t to, const Index& i
     const rules::CallDescription& d = calls_[c].described;
     if (blocking_kind(d.stream) && rules::traits(d.api).takes_stream) blocking_ops.push_back(i);
   }
+  if (blocking_ops.empty()) {  // no blocking stream's work in flight (a loop on non-blocking streams)
+    for (size_t ci = from; ci < to; ++ci) calls_[ci].described.blocking_streams_pending = false;
+    return;
+  }
   std::sort(blocking_ops.begin(), blocking_ops.end(),
             [&](size_t a, size_t b) { return idx.enqueue_ns[a] < idx.enqueue_ns[b]; });
-  std::vector<size_t> order;
-  for (size_t i = from; i < to; ++i) order.push_back(i);
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return log.calls[a].start_ns < log.calls[b].start_ns; });
   std::unordered_map<uint32_t, uint64_t> latest_end;  // per blocking stream: the latest end enqueued so far
   size_t next = 0;
-  for (size_t ci : order) {
+  for (size_t ci = from; ci < to; ++ci) {  // the window's calls are in start order
     const ApiCall& c = log.calls[ci];
     for (; next < blocking_ops.size() && idx.enqueue_ns[blocking_ops[next]] <= c.start_ns; ++next) {
       const GpuOp& op = log.ops[blocking_ops[next]];
@@ -737,7 +738,12 @@ Analysis analyze(const EventLog& log, const AnalysisOptions& options) {
 }
 
 bool compacted(const EventLog& log) {
-  if (log.analyzed || !log.carried.empty()) return true;
+  // Calls and work only counted (shed when the analysis fell behind) were never analyzed: they change nothing.
+  const Carried& k = log.carried;
+  if (log.analyzed || !k.findings.empty() || !k.not_observed.empty() || k.context_creation_ns != 0 ||
+      k.kind_disagreements != 0 || k.captured_calls != 0) {
+    return true;
+  }
   return std::any_of(log.calls.begin(), log.calls.end(), [](const ApiCall& c) { return c.context_only; });
 }
 

@@ -217,20 +217,29 @@ uint64_t AnalysisFeed::records_before(uint64_t flushed_ns, uint64_t forced_ns) {
 // one). The common case, no untimed work, costs nothing.
 void AnalysisFeed::release_untimed(bool all) {
   if (untimed_.empty()) return;
-  std::vector<uint64_t> ids;
-  if (!all) {
-    ids.reserve(2 * analysis_.window().calls.size());
-    for (const ApiCall& c : analysis_.window().calls) {
-      ids.push_back(c.correlation_id);
-      if (c.driver_correlation_id != 0) ids.push_back(c.driver_correlation_id);
+  // The ids of the calls in the analysis, and of those still in the backlog: work of a call in the backlog waits for
+  // it however long (released without it, it would be no one's work there and be let go, and its call, when it
+  // came, would wait for its record kRecordOverdueNs, holding every later description back).
+  std::vector<uint64_t> ids, waiting;
+  auto ids_of = [](const std::vector<ApiCall>& calls, std::vector<uint64_t>& into) {
+    into.reserve(2 * calls.size());
+    for (const ApiCall& c : calls) {
+      into.push_back(c.correlation_id);
+      if (c.driver_correlation_id != 0) into.push_back(c.driver_correlation_id);
     }
-    std::sort(ids.begin(), ids.end());
+    std::sort(into.begin(), into.end());
+  };
+  if (!all) {
+    ids_of(analysis_.window().calls, ids);
+    ids_of(backlog_calls_, waiting);
   }
   std::vector<GpuOp> released;
   size_t out = 0;
   for (size_t i = 0; i < untimed_.size(); ++i) {
     auto& [op, rounds] = untimed_[i];
-    if (all || rounds > kUntimedRounds || std::binary_search(ids.begin(), ids.end(), op.correlation_id)) {
+    const bool overdue =
+        rounds > kUntimedRounds && !std::binary_search(waiting.begin(), waiting.end(), op.correlation_id);
+    if (all || overdue || std::binary_search(ids.begin(), ids.end(), op.correlation_id)) {
       released.push_back(std::move(op));
     } else {
       untimed_[out++] = std::move(untimed_[i]);

@@ -198,7 +198,7 @@ bool read_op(Fields& f, GpuOp& op) {
   return f.ok();
 }
 
-void write_run(std::ostream& o, const RunInfo& r) {
+void write_run(std::ostream& o, const RunInfo& r, bool with_args = true) {
   o << "run program=" << percent_encode(r.program) << " pid=" << r.pid << " gpu=" << percent_encode(r.gpu)
     << " driver=" << percent_encode(r.driver) << " runtime=" << percent_encode(r.cuda_runtime)
     << " monitoring=" << percent_encode(r.monitoring) << " dropped=" << r.dropped_records
@@ -210,6 +210,7 @@ void write_run(std::ostream& o, const RunInfo& r) {
   if (r.unanalyzed_calls != 0) o << " unanalyzed=" << r.unanalyzed_calls;
   if (r.cost_threshold_ns != RunInfo{}.cost_threshold_ns) o << " cost_threshold_ns=" << r.cost_threshold_ns;
   o << '\n';
+  if (!with_args) return;
   for (const std::string& a : r.args) o << "arg " << percent_encode(a) << '\n';
 }
 
@@ -398,8 +399,9 @@ rules::RuleId read_rule(Fields& f, std::string_view field) {
   return {};
 }
 
-void write_recording_head(std::ostream& o, const std::vector<std::string>& api_names) {
+void write_recording_head(std::ostream& o, const RunInfo& run, const std::vector<std::string>& api_names) {
   o << kMagic << ' ' << kRecordingVersion << '\n';
+  write_run(o, run);
   for (size_t i = 0; i < api_names.size(); ++i) o << "api " << i << ' ' << percent_encode(api_names[i]) << '\n';
 }
 
@@ -428,7 +430,7 @@ void write_events(std::ostream& o, const std::vector<ApiCall>& calls, const std:
 }
 
 void write_recording_tail(std::ostream& o, const EventLog& log, size_t stacks_written, size_t nvtx_written) {
-  write_run(o, log.run);
+  write_run(o, log.run, /*with_args=*/false);  // the args are the head's
   for (const Module& m : log.modules) {
     o << "module " << std::hex << m.base << ' ' << m.end << ' ' << m.bias << std::dec << ' ' << percent_encode(m.path)
       << '\n';
@@ -449,7 +451,7 @@ void write_recording_tail(std::ostream& o, const EventLog& log, size_t stacks_wr
 }
 
 void write_recording(std::ostream& o, const EventLog& log) {
-  write_recording_head(o, log.api_names);
+  write_recording_head(o, log.run, log.api_names);
   write_stacks(o, log.stacks, 0);
   write_nvtx_ranges(o, log.nvtx_ranges, 0);
   write_events(o, log.calls, log.ops);

@@ -39,11 +39,12 @@ inline constexpr int kRecordingVersion = 1;
 void write_recording(std::ostream& out, const EventLog& log);
 
 // A recording written as the run goes (report/recording_stream.h), in pieces that read back like write_recording's:
-// the head (with the API names, known from the start); events, after the stacks and NVTX names they refer to
+// the head (the run as known at its start, with its arguments, and the API names); events, after the stacks and NVTX names they refer to
 // (write_stacks and write_nvtx_ranges from the first not written yet, ids first + 1 on); then the tail: the run,
-// modules, the stacks and NVTX names not written yet, symbols, what was counted but not kept, marks, `end`.
+// modules, the stacks and NVTX names not written yet, symbols, what was counted but not kept, marks, `end`. The
+// tail's run line replaces the head's (a recording cut short still says with which settings it was made).
 // read_recording puts the events in log order.
-void write_recording_head(std::ostream& out, const std::vector<std::string>& api_names);
+void write_recording_head(std::ostream& out, const RunInfo& run, const std::vector<std::string>& api_names);
 void write_stacks(std::ostream& out, const std::vector<Stack>& stacks, size_t first);
 void write_nvtx_ranges(std::ostream& out, const std::vector<NvtxRange>& ranges, size_t first);
 void write_events(std::ostream& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);

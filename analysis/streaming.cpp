@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "analysis/analyzer.h"
 #include "analysis/median_sketch.h"
@@ -34,14 +36,14 @@ void StreamingAnalysis::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops) 
   }
   auto by_log = [](const auto& a, const auto& b) { return before_in_log(a, b); };
   // Calls: after those described (the caller's promise), so only the undescribed tail is merged.
-  std::stable_sort(calls.begin(), calls.end(), by_log);
+  if (!std::is_sorted(calls.begin(), calls.end(), by_log)) std::stable_sort(calls.begin(), calls.end(), by_log);
   const auto tail = static_cast<std::ptrdiff_t>(analyzer_->described());
   const auto mid = static_cast<std::ptrdiff_t>(window_.calls.size());
   window_.calls.insert(window_.calls.end(), std::make_move_iterator(calls.begin()),
                        std::make_move_iterator(calls.end()));
   std::inplace_merge(window_.calls.begin() + std::min(tail, mid), window_.calls.begin() + mid, window_.calls.end(),
                      by_log);
-  std::stable_sort(ops.begin(), ops.end(), by_log);
+  if (!std::is_sorted(ops.begin(), ops.end(), by_log)) std::stable_sort(ops.begin(), ops.end(), by_log);
   const auto omid = static_cast<std::ptrdiff_t>(window_.ops.size());
   window_.ops.insert(window_.ops.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
   std::inplace_merge(window_.ops.begin(), window_.ops.begin() + omid, window_.ops.end(), by_log);
@@ -101,7 +103,16 @@ void StreamingAnalysis::prune(uint64_t cutoff_ns) {
       if (!fresh && (op.end_ns > b.end_ns || (op.end_ns == b.end_ns && op.start_ns < b.start_ns))) it->second = i;
     }
   }
-  for (const auto& [stream, i] : before) keep_op[i] = 1;
+  // A stream's last op before the cutoff is what held its first kept op back (previous_in_stream, held_back); work
+  // still to come is enqueued after the cutoff, so a stream with no op kept needs none (a stream destroyed, a thread
+  // gone: otherwise one op, and its call, kept for the rest of the run).
+  std::unordered_set<uint32_t> live;
+  for (size_t i = 0; i < window_.ops.size(); ++i) {
+    if (keep_op[i]) live.insert(window_.ops[i].stream_id);
+  }
+  for (const auto& [stream, i] : before) {
+    if (live.count(stream)) keep_op[i] = 1;
+  }
   std::vector<uint64_t> producers;
   size_t out = 0;
   for (size_t i = 0; i < window_.ops.size(); ++i) {

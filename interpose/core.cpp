@@ -585,7 +585,11 @@ void start(Origin) {
       stacks = interned_stacks();
       ranges = nvtx_ranges::names();
     };
-    if (g_recording->open(expand_path(g_options->save, g_run->pid, g_run->rank), g_options->overwrite, api_names,
+    RunInfo run = *g_run;  // as known at the start; the tail says the rest
+    run.threshold_ns = g_options->threshold;
+    run.cost_threshold_ns = g_options->cost_threshold;
+    run.complete = false;  // until the tail says otherwise: a recording cut short is incomplete
+    if (g_recording->open(expand_path(g_options->save, g_run->pid, g_run->rank), g_options->overwrite, run, api_names,
                           tables, error)) {
       capture.sink = g_recording;
     } else {

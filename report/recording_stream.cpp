@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "analysis/recording.h"
@@ -13,15 +14,20 @@ RecordingStream::~RecordingStream() {
   if (fd_ >= 0) ::close(fd_);  // not closed: the temporary file stays, without `end`
 }
 
-bool RecordingStream::open(const std::string& path, bool overwrite, const std::vector<std::string>& api_names,
-                           Tables tables, std::string& error) {
-  fd_ = open_beside(path, tmp_, error);
-  if (fd_ < 0) return false;
+bool RecordingStream::open(const std::string& path, bool overwrite, const RunInfo& run,
+                           const std::vector<std::string>& api_names, Tables tables, std::string& error) {
+  std::lock_guard lock(mu_);
   path_ = path;
+  if (!path.empty() && path[0] != '/') {  // moved into place at exit: the program may have changed directory
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) path_ = std::string(cwd) + "/" + path;
+  }
+  fd_ = open_beside(path_, tmp_, error);
+  if (fd_ < 0) return false;
   overwrite_ = overwrite;
   tables_ = std::move(tables);
   std::ostringstream head;
-  write_recording_head(head, api_names);
+  write_recording_head(head, run, api_names);
   if (!write_all(fd_, head.str(), path_, error_)) {
     error = error_;
     ::close(fd_);
@@ -33,6 +39,7 @@ bool RecordingStream::open(const std::string& path, bool overwrite, const std::v
 }
 
 void RecordingStream::write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
+  std::lock_guard lock(mu_);
   if (fd_ < 0 || !error_.empty()) return;
   std::ostringstream o;
   std::vector<Stack> stacks;
@@ -42,11 +49,20 @@ void RecordingStream::write(const std::vector<ApiCall>& calls, const std::vector
   write_nvtx_ranges(o, ranges, nvtx_written_);
   stacks_written_ = std::max(stacks_written_, stacks.size());
   nvtx_written_ = std::max(nvtx_written_, ranges.size());
-  write_events(o, calls, ops);
+  const bool dangling =
+      std::any_of(calls.begin(), calls.end(), [&](const ApiCall& c) { return c.stack > stacks_written_; });
+  if (dangling) {
+    std::vector<ApiCall> fixed = calls;
+    for (ApiCall& c : fixed) c.stack = c.stack > stacks_written_ ? 0 : c.stack;
+    write_events(o, fixed, ops);
+  } else {
+    write_events(o, calls, ops);
+  }
   write_all(fd_, o.str(), path_, error_);
 }
 
 bool RecordingStream::close(const EventLog& log, std::string& error) {
+  std::lock_guard lock(mu_);
   if (fd_ < 0) {
     error = "the recording '" + path_ + "' was not open";
     return false;

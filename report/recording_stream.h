@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,16 +25,21 @@ class RecordingStream : public EventSink {
   RecordingStream& operator=(const RecordingStream&) = delete;
   ~RecordingStream() override;
 
-  bool open(const std::string& path, bool overwrite, const std::vector<std::string>& api_names, Tables tables,
-            std::string& error);
+  // `run`: what is known of the run at its start (program, arguments, pid, thresholds, settings). A relative `path`
+  // is the working directory's at open(), whatever the program does later.
+  bool open(const std::string& path, bool overwrite, const RunInfo& run, const std::vector<std::string>& api_names,
+            Tables tables, std::string& error);
   bool is_open() const { return fd_ >= 0; }
-  // On the feed's thread. A write that fails (a full disk) stops the recording; close() says why.
+  // On the feed's thread. A write that fails (a full disk) stops the recording; close() says why. Calls whose stack
+  // was not interned yet (the interner could not be read in time) are written without one.
   void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) override;
   // The tail (recording.h: write_recording_tail) from `log`: the run, modules, every stack and NVTX name, symbols,
-  // what was counted but not kept (carried calls and ops), marks. Then moves the file into place.
+  // what was counted but not kept (carried calls and ops), marks. Then moves the file into place. Safe against a
+  // write() in progress on a feed thread that did not stop in time: what comes after close() is not written.
   bool close(const EventLog& log, std::string& error);
 
  private:
+  std::mutex mu_;  // write() vs close()
   int fd_ = -1;
   std::string path_, tmp_, error_;
   bool overwrite_ = false;

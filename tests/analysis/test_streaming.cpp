@@ -251,7 +251,7 @@ TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
     std::string error;
     size_t tables_asked = 0;
     ASSERT_TRUE(stream.open(
-        out.string(), true, original.api_names,
+        out.string(), true, original.run, original.api_names,
         [&](std::vector<Stack>& stacks, std::vector<NvtxRange>& ranges) {
           ++tables_asked;
           stacks = original.stacks;
@@ -268,6 +268,15 @@ TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
     }
     feed.finish({}, {}, {});
     EXPECT_FALSE(fs::exists(out)) << "moved into place only when complete";
+    {  // Cut short here (the program killed): the temporary file reads, says how it was made, and is incomplete.
+      std::ifstream partial(out.string() + ".tmp." + std::to_string(getpid()));
+      EventLog cut;
+      ASSERT_TRUE(read_recording(partial, cut, error)) << error;
+      EXPECT_FALSE(cut.run.complete);
+      EXPECT_EQ(cut.run.program, original.run.program);
+      EXPECT_EQ(cut.run.args, original.run.args);
+      EXPECT_EQ(cut.run.threshold_ns, original.run.threshold_ns);
+    }
     EventLog tail = original;
     tail.calls.clear();
     tail.ops.clear();
@@ -285,6 +294,48 @@ TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
   }
   fs::remove_all(dir);
   EXPECT_GT(recordings, 5u);
+}
+
+// A program that creates a stream, launches on it and destroys it, again and again (a server per request, threads
+// that come and go): what the window keeps of each stream ends with the stream.
+TEST(AnalysisFeed, StreamsThatAreGoneLeaveNothingInTheWindow) {
+  Builder b;
+  uint64_t t = 100 * kUs;
+  for (uint64_t k = 0; k < 2000; ++k, t += 50 * kUs) {
+    const uint64_t handle = 0x10000 + k;
+    ApiCall& s = b.call(ApiKind::StreamCreate, t, t + 5 * kUs);
+    s.handle = handle;
+    s.flags = 1;
+    const uint64_t corr = b.launch(t + 10 * kUs, handle);
+    b.log.ops.back().stream_id = static_cast<uint32_t>(100 + k);  // a CUPTI stream of its own
+    (void)corr;
+    ApiCall& d = b.call(ApiKind::StreamDestroy, t + 30 * kUs, t + 35 * kUs);
+    d.handle = handle;
+  }
+  b.sort_ops_by_start();
+  const std::string expected = json_of(b.log);
+  AnalysisFeed feed(compact_options(b.log, 1 * kMs), b.log.run.env, 256);
+  for (const Delivered& d : rounds_of(b.log, 20)) {
+    feed.add(d.calls, d.ops, b.log.marks, d.time, d.horizon);
+    const uint64_t horizon = std::min(d.horizon, feed.records_before(d.time, d.time));
+    while (feed.has_backlog()) feed.compact_chunk(horizon);
+  }
+  EXPECT_LT(feed.stats().peak_window_calls, 600u);  // a round's calls and the margin's, not one per stream ever made
+  EXPECT_EQ(json_of(taken(feed, b.log, nullptr)), expected);
+}
+
+// Calls shed when the analysis fell behind were counted, never analyzed: a recording that counts them (carried
+// calls and operations only) is still every analyzed event, analyzable at any threshold.
+TEST(AnalysisFeed, ARecordingWithShedCallsIsStillWhole) {
+  EventLog log;
+  log.carried.calls = 1000;
+  log.carried.ops = 10;
+  EXPECT_FALSE(compacted(log));
+  log.carried.not_observed[RuleId::DeviceSynchronize] = 1;
+  EXPECT_TRUE(compacted(log));
+  EventLog judged;
+  judged.analyzed = true;
+  EXPECT_TRUE(compacted(judged));
 }
 
 TEST(AnalysisFeed, LongRunsKeepWhatShortOnesKeep) {

@@ -201,7 +201,7 @@ std::string stats_line(const EventLog& log) {
 // The tail of the `save` recording written as the run went: the tables and symbols of the whole run, and what was
 // counted without being kept (calls shed, their work).
 void finish_recording(EventLog& log) {
-  if (g_options->symbolize && log.symbols.empty()) report::resolve_symbols(log);
+  if (g_options->symbolize && log.symbols.empty()) report::symbolize_within_limit(log);
   EventLog tail;
   tail.run = log.run;
   tail.modules = log.modules;

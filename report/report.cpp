@@ -189,6 +189,13 @@ ReportData make_report(const EventLog& log, const Analysis& analysis, const Site
   return data;
 }
 
+void symbolize_within_limit(EventLog& log) {
+  if (const size_t left = resolve_symbols(log)) {
+    say("WARNING: symbolization stopped after " + std::to_string(kSymbolizeLimit.count() / 1000) +
+        " s (addr2line too slow): " + std::to_string(left) + " return addresses are left as module+offset");
+  }
+}
+
 Emitted emit(EventLog& log, const Analysis* analysis, const Options& options, const ReportInputs& inputs) {
   OutputFiles files;
   std::string error;
@@ -197,7 +204,7 @@ Emitted emit(EventLog& log, const Analysis* analysis, const Options& options, co
   // run replays with its call sites anywhere.
   const bool writes_report = options.summary || !files.json.empty() || !files.sarif.empty() || !files.trace.empty() ||
                              !options.save_baseline.empty();
-  if (options.symbolize && (writes_report || !options.save.empty())) resolve_symbols(log);
+  if (options.symbolize && (writes_report || !options.save.empty())) symbolize_within_limit(log);
   bool save_failed = false;
   if (!options.save.empty()) {
     std::ostringstream rec;

@@ -200,6 +200,8 @@ Emitted write_report(ReportData& data, const Options& options, const ReportInput
 // half-written file; never through a symbolic link. An existing `path` is an error unless `overwrite`. False with
 // `error` naming the path and the reason.
 bool write_file(const std::string& path, const std::string& content, bool overwrite, std::string& error);
+// resolve_symbols within its time limit, saying in one line when it was cut short.
+void symbolize_within_limit(EventLog& log);
 // write_file in steps, for a file written over time (report/recording_stream.h): a temporary file beside `path`
 // (its name in `tmp`; -1 and `error` on failure), everything of `content` written to it, then moved into place.
 int open_beside(const std::string& path, std::string& tmp, std::string& error);

@@ -1,5 +1,11 @@
 #include "report/symbolize.h"
 
+#include <chrono>
+
+#include <signal.h>
+
+#include <poll.h>
+
 #include "report/suppressions.h"  // glob_match
 
 #include <cxxabi.h>
@@ -34,7 +40,9 @@ bool starts_with(const std::string& s, std::string_view p) { return s.compare(0,
 
 // Runs `addr2line -C -f -e module addr...` and returns its stdout. Runs after the program finished its work;
 // a missing addr2line is not an error (frames keep module+offset).
-bool run_addr2line(const std::string& module, const std::vector<uint64_t>& addrs, std::string& out) {
+// `deadline`: past it, addr2line is killed and the call returns false with `timed_out` set.
+bool run_addr2line(const std::string& module, const std::vector<uint64_t>& addrs, std::string& out,
+                   std::chrono::steady_clock::time_point deadline, bool& timed_out) {
   int fds[2];
   if (pipe(fds) != 0) return false;
   // -a marks each address's group; -i expands inlined frames (a kernel's host wrapper is inlined into the
@@ -71,11 +79,30 @@ bool run_addr2line(const std::string& module, const std::vector<uint64_t>& addrs
     return false;
   }
   char chunk[4096];
-  ssize_t n;
-  while ((n = read(fds[0], chunk, sizeof chunk)) > 0) out.append(chunk, static_cast<size_t>(n));
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = left.count() > 0 ? poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000))) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0 && std::chrono::steady_clock::now() >= deadline) {
+      timed_out = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    if (ready <= 0) continue;
+    const ssize_t n = read(fds[0], chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(chunk, static_cast<size_t>(n));
+  }
   close(fds[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {}
+  pid_t waited;
+  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
+  if (timed_out) return false;
+  // ECHILD: the program set SIGCHLD to SIG_IGN, and the kernel reaped addr2line itself; its output is what it wrote.
+  if (waited < 0) return !out.empty();
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
@@ -252,7 +279,7 @@ std::string short_function(const std::string& name, size_t max) {
   return out;
 }
 
-void resolve_symbols(EventLog& log) {
+size_t resolve_symbols(EventLog& log, std::chrono::milliseconds limit) {
   std::set<uint64_t> known;
   for (const Symbol& y : log.symbols) known.insert(y.ip);
   // A return address points after the call instruction: look up ip - 1 to land on the call's line.
@@ -264,11 +291,21 @@ void resolve_symbols(EventLog& log) {
       if (const Module* m = module_of(log, ip)) by_module[m].push_back(ip);
     }
   }
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  size_t left_out = 0;
+  bool timed_out = false;
   for (auto& [m, ips] : by_module) {
+    if (timed_out) {
+      left_out += ips.size();
+      continue;
+    }
     std::vector<uint64_t> addrs;
     for (uint64_t ip : ips) addrs.push_back(ip - m->bias - 1);
     std::string out;
-    if (!run_addr2line(m->path, addrs, out)) continue;
+    if (!run_addr2line(m->path, addrs, out, deadline, timed_out)) {
+      if (timed_out) left_out += ips.size();
+      continue;
+    }
     std::istringstream in(out);
     std::string line, loc;
     size_t k = SIZE_MAX;
@@ -289,6 +326,7 @@ void resolve_symbols(EventLog& log) {
       log.symbols.push_back(std::move(y));
     }
   }
+  return left_out;
 }
 
 std::vector<std::string> kernel_names(const EventLog& log) {

@@ -2,6 +2,8 @@
 // addr2line in a child process (so no DWARF library is loaded into the target and no symbols can clash).
 #pragma once
 
+#include <chrono>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -41,8 +43,11 @@ struct CallSite {
 };
 
 // Resolves the return addresses of every interned stack that `log.symbols` does not already hold, with addr2line
-// (the binaries must still be on disk: call it at the end of the run, before writing a recording).
-void resolve_symbols(EventLog& log);
+// (the binaries must still be on disk: call it at the end of the run, before writing a recording). At most `limit`
+// in all (a program's exit must not wait on a symbolizer that hangs): returns how many addresses were left
+// unresolved because it ran out (their frames keep module+offset), 0 when it finished.
+inline constexpr std::chrono::milliseconds kSymbolizeLimit{30'000};
+size_t resolve_symbols(EventLog& log, std::chrono::milliseconds limit = kSymbolizeLimit);
 
 // The libraries whose frames are not the user's code, as glob patterns ('*' any run, '?' one character): a
 // pattern without '/' is matched against a module's base name, one with '/' against its whole path. The CUDA

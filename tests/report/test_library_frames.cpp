@@ -4,7 +4,13 @@
 // sites. The writers show the entry (summary, JSON read back by a merge, SARIF).
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <chrono>
 #include <cstdio>
+#include <future>
+#include <memory>
+#include <thread>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -330,6 +336,50 @@ TEST(InlinedFrames, TheSiteIsTheInlinedFunctionsLine) {
     }
     EXPECT_EQ(s.where(), "inline_site_prog.cpp:" + std::to_string(line_of(want[i].marker)));
   }
+}
+
+// The inline_site_prog's stacks, as TheSiteIsTheInlinedFunctionsLine reads them.
+EventLog inline_site_log() {
+  EventLog log;
+  FILE* p = popen(INLINE_SITE_PROG, "r");
+  if (!p) return log;
+  unsigned long long ret = 0, base = 0;
+  while (std::fscanf(p, "%llx %llx", &ret, &base) == 2) {
+    if (log.modules.empty()) log.modules = {Module{base, base + 0x10000000, base, INLINE_SITE_PROG}};
+    log.stacks.push_back(Stack{{ret}, {}});
+  }
+  pclose(p);
+  return log;
+}
+
+// A program that set SIGCHLD to SIG_IGN: the kernel reaps addr2line itself and waitpid() fails with ECHILD. The
+// symbolizer retried it forever, and the program never ended (issue 22). It finishes now, with the symbols.
+TEST(Symbolize, FinishesWhenTheProgramIgnoresSigchld) {
+  auto log = std::make_shared<EventLog>(inline_site_log());
+  ASSERT_GE(log->stacks.size(), 3u);
+  struct sigaction ignore {
+  }, old{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGCHLD, &ignore, &old);
+  auto result = std::make_shared<std::promise<size_t>>();
+  std::future<size_t> done = result->get_future();
+  // Detached: a symbolizer that never returns must fail the test, not hang it.
+  std::thread([log, result] { result->set_value(resolve_symbols(*log)); }).detach();
+  const bool finished = done.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  sigaction(SIGCHLD, &old, nullptr);
+  ASSERT_TRUE(finished) << "resolve_symbols still running after 20 s with SIGCHLD ignored";
+  EXPECT_EQ(done.get(), 0u);
+  EXPECT_GE(log->symbols.size(), 3u);
+}
+
+// Symbolization has a time limit: what it could not resolve in time is counted, and keeps module+offset.
+TEST(Symbolize, StopsAtItsTimeLimitAndSaysHowMuchWasLeft) {
+  EventLog log = inline_site_log();
+  ASSERT_GE(log.stacks.size(), 3u);
+  EXPECT_GE(resolve_symbols(log, std::chrono::milliseconds(0)), 3u);
+  EXPECT_TRUE(log.symbols.empty());
+  EXPECT_EQ(resolve_symbols(log), 0u);
+  EXPECT_GE(log.symbols.size(), 3u);
 }
 
 }  // namespace

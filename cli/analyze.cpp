@@ -6,10 +6,12 @@
 #include "analysis/recording.h"
 #include "cli/cli.h"
 #include "cli/recordings.h"
+#include "report/report.h"
 
 namespace asynccheck::cli {
 
 bool read_log(const std::string& path, EventLog& log, std::string& error) {
+  if (!report::check_input_file(path, "recording", kMaxRecordingBytes, error)) return false;
   std::ifstream in(path);
   if (!in) {
     error = "cannot read recording '" + path + "': " + std::strerror(errno);

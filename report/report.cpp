@@ -68,6 +68,35 @@ std::vector<std::pair<std::string, std::string>> output_paths(const Options& o) 
 
 }  // namespace
 
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+bool check_input_file(const std::string& path, std::string_view kind, uint64_t max_bytes, std::string& error) {
+  const std::string prefix = "cannot read " + std::string(kind) + " '" + path + "': ";
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    error = prefix + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {  // a FIFO would block forever, /dev/zero never end
+    error = prefix + "it is " + file_kind(st.st_mode) + " (valid: a regular file)";
+    return false;
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    error = prefix + "larger than " + std::to_string(max_bytes) + " bytes (valid: at most " +
+            std::to_string(max_bytes) + ")";
+    return false;
+  }
+  return true;
+}
+
 bool check_output_path(const std::string& path, bool overwrite, std::string& error) {
   const std::string dir = directory_of(path);
   struct stat st {};
@@ -82,6 +111,11 @@ bool check_output_path(const std::string& path, bool overwrite, std::string& err
   if (lstat(path.c_str(), &st) == 0) {
     if (S_ISLNK(st.st_mode)) {
       error = "cannot write '" + path + "': it is a symbolic link (asynccheck never writes through links)";
+      return false;
+    }
+    if (!S_ISREG(st.st_mode)) {  // overwrite=1 must not replace /dev/null or a FIFO with a file
+      error = "cannot write '" + path + "': it is " + file_kind(st.st_mode) +
+              ", not a regular file (asynccheck only replaces files)";
       return false;
     }
     if (!overwrite) {
@@ -117,8 +151,10 @@ bool move_into_place(const std::string& tmp, const std::string& path, bool overw
   // rename() replaces a symbolic link itself, never its target; link() fails if the path exists, atomically, so
   // two processes never overwrite each other's report.
   struct stat st {};
-  if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    error = "cannot write '" + path + "': it is a symbolic link (asynccheck never writes through links)";
+  if (lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    error = "cannot write '" + path + "': it is " + file_kind(st.st_mode) +
+            (S_ISLNK(st.st_mode) ? " (asynccheck never writes through links)"
+                                 : ", not a regular file (asynccheck only replaces files)");
     unlink(tmp.c_str());
     return false;
   }

@@ -1,6 +1,8 @@
 // From an analysis to what people read: call sites aggregated per rule, the human summary, JSON.
 #pragma once
 
+#include <sys/types.h>
+
 #include <iosfwd>
 #include <map>
 #include <set>
@@ -210,6 +212,11 @@ bool move_into_place(const std::string& tmp, const std::string& path, bool overw
 
 // The checks of write_file that can be made before anything is written (see prepare_report).
 bool check_output_path(const std::string& path, bool overwrite, std::string& error);
+// Whether `path` may be read as a `kind` ("recording", "suppression file"): a regular file (a FIFO would block the
+// reader forever, a device never end) of at most `max_bytes`. False with `error` = "cannot read KIND 'PATH': ...".
+bool check_input_file(const std::string& path, std::string_view kind, uint64_t max_bytes, std::string& error);
+// What a file that is not a regular one is, for messages: "a FIFO", "a character device", ...
+std::string file_kind(mode_t mode);
 
 // `s` as a JSON string literal, quotes included (control characters escaped; UTF-8 passed through).
 std::string json_string(std::string_view s);

@@ -11,6 +11,7 @@
 #include "analysis/names.h"
 #include "report/json_value.h"
 #include "report/merge.h"
+#include "report/report.h"
 
 namespace asynccheck::report {
 namespace {
@@ -427,6 +428,10 @@ bool read_report(const std::string& path, ReportFile& out, std::string& error) {
   if (S_ISDIR(st.st_mode)) {
     error = "cannot read report '" + path +
             "': it is a directory (valid: report files; let the shell expand a glob: " + path + "/*.json)";
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {  // a FIFO would block forever, /dev/zero never end
+    error = "cannot read report '" + path + "': it is " + file_kind(st.st_mode) + " (valid: a regular file)";
     return false;
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxReportFileBytes) {

@@ -1,4 +1,5 @@
 #include "report/suppressions.h"
+#include "report/report.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -214,6 +215,7 @@ std::string shown(std::string_view s) {
 bool read_input_file(const std::string& path, std::string_view kind, size_t max_bytes, std::string& out,
                      std::string& error) {
   const std::string prefix = "cannot read " + std::string(kind) + " file '" + path + "': ";
+  if (!check_input_file(path, std::string(kind) + " file", max_bytes, error)) return false;
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     error = prefix + std::strerror(errno);

@@ -3,6 +3,7 @@
 // --error-exitcode, baselines, suppressions and the output options.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -100,6 +101,32 @@ TEST_F(Cli, AnalyzeBadInput) {
             "asynccheck: ERROR: --read analyzes a recording: no program may follow it (got '/bin/true')");
   r = asynccheck({"analyze"});
   EXPECT_EQ(r.code(), 2);
+}
+
+// Inputs that are not regular files are refused before they are read (a FIFO blocked the reader forever, /dev/zero
+// grew it to gigabytes), and an output that exists is replaced only when it is a regular file, overwrite=1 or not
+// (as root, /dev/null would have become a file) (issue 22).
+TEST_F(Cli, OnlyRegularFilesAreReadOrReplaced) {
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Result r = asynccheck({"analyze", fifo.string()});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_EQ(r.first_err_line(),
+            "asynccheck: ERROR: cannot read recording '" + fifo.string() + "': it is a FIFO (valid: a regular file)");
+  r = asynccheck({"analyze", "/dev/zero"});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_EQ(r.first_err_line(),
+            "asynccheck: ERROR: cannot read recording '/dev/zero': it is a character device (valid: a regular file)");
+  r = asynccheck({"merge", fifo.string()});
+  EXPECT_NE(r.code(), 0);
+  EXPECT_NE(r.err.find("it is a FIFO (valid: a regular file)"), std::string::npos) << r.err;
+  r = asynccheck({"analyze", kRecording.string(), "--json=" + fifo.string(), "--overwrite=1"});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_EQ(r.first_err_line(), "asynccheck: ERROR: option 'json': cannot write '" + fifo.string() +
+                                    "': it is a FIFO, not a regular file (asynccheck only replaces files)");
+  struct stat st {};
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
 }
 
 // A run analyzed as it went (the command's default) saves a recording that reports the same at its threshold;

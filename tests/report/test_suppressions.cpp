@@ -1,6 +1,8 @@
 // Suppression files (suppressions.h) and baselines (baseline.h) on fabricated call sites: every error message
 // pinned, the glob on edge cases and hostile patterns, matching, hit counts, fingerprints and the round trip.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <random>
@@ -223,9 +225,21 @@ TEST(SuppressionLoad, UnreadableFiles) {
   EXPECT_FALSE(load_suppressions("/nonexistent/asynccheck.supp", out, error));
   EXPECT_EQ(error, "cannot read suppression file '/nonexistent/asynccheck.supp': No such file or directory");
   EXPECT_FALSE(load_suppressions("/", out, error));
-  EXPECT_EQ(error, "cannot read suppression file '/': Is a directory");
-  EXPECT_FALSE(load_suppressions("/dev/zero", out, error));  // endless input stops at the bound
-  EXPECT_EQ(error, "cannot read suppression file '/dev/zero': larger than 4194304 bytes (valid: at most 4194304)");
+  EXPECT_EQ(error, "cannot read suppression file '/': it is a directory (valid: a regular file)");
+  EXPECT_FALSE(load_suppressions("/dev/zero", out, error));  // endless input: refused before reading
+  EXPECT_EQ(error, "cannot read suppression file '/dev/zero': it is a character device (valid: a regular file)");
+  // A FIFO with no writer: opening it would block forever (issue 22).
+  const std::string fifo = ::testing::TempDir() + "asynccheck-supp-fifo";
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_FALSE(load_suppressions(fifo, out, error));
+  EXPECT_EQ(error, "cannot read suppression file '" + fifo + "': it is a FIFO (valid: a regular file)");
+  unlink(fifo.c_str());
+  const std::string big = ::testing::TempDir() + "asynccheck-supp-big";
+  std::ofstream(big) << std::string(4194305, '#');
+  EXPECT_FALSE(load_suppressions(big, out, error));
+  EXPECT_EQ(error, "cannot read suppression file '" + big + "': larger than 4194304 bytes (valid: at most 4194304)");
+  unlink(big.c_str());
   EXPECT_TRUE(out.empty());
 }
 

@@ -1,5 +1,7 @@
 #include "cupti/subscriber.h"
 
+#include <unistd.h>
+
 #include <cupti.h>
 #include <dlfcn.h>
 
@@ -91,7 +93,14 @@ bool subscribe(const Sink& sink, std::string& error) {
     return false;
   }
   if (r != CUPTI_SUCCESS) {
-    error = "cannot subscribe to CUPTI: " + result_text(r);
+    // CUPTI says CUPTI_ERROR_UNKNOWN when there is no driver or no GPU: say which is missing.
+    if (access("/proc/driver/nvidia/version", R_OK) != 0) {
+      error = "no NVIDIA driver is loaded (/proc/driver/nvidia/version is missing; CUPTI: " + result_text(r) + ")";
+    } else if (access("/dev/nvidia0", F_OK) != 0) {
+      error = "no GPU (/dev/nvidia0 is missing; CUPTI: " + result_text(r) + ")";
+    } else {
+      error = "cannot subscribe to CUPTI: " + result_text(r);
+    }
     return false;
   }
   for (const ApiSpec& spec : watched_apis()) {

@@ -42,6 +42,7 @@ std::atomic<bool> g_started{false};
 bool g_capturing = false;
 // Started by a process that has asynccheck too (lineage.h): then this one reports only if it used CUDA.
 bool g_descendant = false;
+bool g_said_off = false;       // the start said monitoring is off, on stderr
 Options* g_options = nullptr;  // leaked on purpose: used during exit
 RunInfo* g_run = nullptr;
 // The `save` recording, written as the run goes while the analysis streams; null otherwise (never destroyed).
@@ -220,6 +221,8 @@ void emit_report(EndKind kind, int sig) {
   StreamingAnalysis::Result result = g_capturing ? capture::finish() : StreamingAnalysis::Result{};
   EventLog& log = result.log;
   if (g_capturing && g_descendant && !lineage::used_cuda(log)) return;  // a helper process: nothing to say (lineage.h)
+  // Monitoring off: a helper process that never loaded the CUDA driver has nothing to say either.
+  if (!g_capturing && g_descendant && !lineage::cuda_driver_loaded()) return;
   if (g_capturing) log.nvtx_ranges = nvtx_ranges::names();  // after finish(): every id a call holds is named
   RunInfo info = *g_run;
   info.gpu = log.run.gpu;
@@ -236,6 +239,9 @@ void emit_report(EndKind kind, int sig) {
   // the run went is finished here, not written again from what the analysis kept.
   Options report_options = *g_options;
   if (g_recording) report_options.save.clear();
+  // Monitoring was off and the start said so on stderr: the summary would only say it again (JSON and SARIF still
+  // record it).
+  if (g_said_off && (g_options->log_file.empty() || g_options->log_file == "stderr")) report_options.summary = false;
   report::emit(log, g_capturing ? &result.analysis : nullptr, report_options, *g_inputs);
   if (g_recording) finish_recording(log);
   if (!g_options->handoff.empty()) {  // the asynccheck command reports from this
@@ -607,7 +613,12 @@ void start(Origin) {
           ") stays out and writes no report");
       return;
     }
-    say("monitoring off: " + error + "; the program runs unchanged");
+    // One line per run (issue 22): not from a helper process (a pyenv shim's, a compiler driver's: its report, at
+    // exit, says it if it used CUDA) nor when the asynccheck command reports for this process.
+    if (!g_descendant && g_options->handoff.empty()) {
+      say("monitoring off: " + error + "; the program runs unchanged");
+      g_said_off = true;
+    }
     g_run->monitoring = "off: " + error;
     arm();  // the report still says that nothing was watched, and why
     return;

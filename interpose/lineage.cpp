@@ -5,7 +5,9 @@
 
 namespace asynccheck::lineage {
 
-bool maps_hold_library(std::string_view maps) {
+bool maps_hold_library(std::string_view maps) { return maps_hold(maps, "libasynccheck"); }
+
+bool maps_hold(std::string_view maps, std::string_view prefix) {
   // Each line: address perms offset dev inode [path]; the path is the rest of the line after the inode.
   size_t at = 0;
   while (at < maps.size()) {
@@ -15,7 +17,15 @@ bool maps_hold_library(std::string_view maps) {
     at = end + 1;
     const size_t slash = line.rfind('/');
     if (slash == std::string_view::npos) continue;  // anonymous, [heap], [stack]...
-    if (line.substr(slash + 1).starts_with("libasynccheck")) return true;
+    if (line.substr(slash + 1).starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+bool cuda_driver_loaded() {
+  std::ifstream in("/proc/self/maps");
+  for (std::string line; std::getline(in, line);) {
+    if (maps_hold(line, "libcuda.so")) return true;
   }
   return false;
 }

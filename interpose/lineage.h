@@ -16,6 +16,10 @@ namespace asynccheck::lineage {
 
 // Whether a /proc/PID/maps text maps a copy of libasynccheck (any file whose name starts with "libasynccheck").
 bool maps_hold_library(std::string_view maps);
+// Whether a line of `maps` maps a file whose name starts with `prefix`.
+bool maps_hold(std::string_view maps, std::string_view prefix);
+// Whether this process has the CUDA driver library (libcuda.so) mapped: it tried to use CUDA.
+bool cuda_driver_loaded();
 
 // Whether process `pid` has asynccheck loaded (false if its maps cannot be read).
 bool process_has_library(pid_t pid);

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <cstdio>
 #include <ostream>
 
@@ -6,7 +7,48 @@
 
 namespace asynccheck::report {
 
-std::string json_string(std::string_view s) {
+// Names and paths come from the program (kernel names, arguments, /proc/self/cmdline): bytes that are not UTF-8 would
+// make the whole file unreadable to a strict JSON parser (our own: merge refused such reports), so every writer's
+// strings (JSON, SARIF, trace) go through here: invalid sequences become U+FFFD.
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (c < 0x80)
+      n = 1, cp = c;
+    else if (c >= 0xC2 && c <= 0xDF)
+      n = 2, cp = c & 0x1Fu;
+    else if (c >= 0xE0 && c <= 0xEF)
+      n = 3, cp = c & 0x0Fu;
+    else if (c >= 0xF0 && c <= 0xF4)
+      n = 4, cp = c & 0x07u;
+    bool ok = n != 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      ok = (d & 0xC0u) == 0x80u;
+      cp = (cp << 6) | (d & 0x3Fu);
+    }
+    // Overlong forms, surrogates and code points above U+10FFFF are invalid too.
+    if (ok &&
+        ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))))
+      ok = false;
+    if (ok) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string json_string(std::string_view text) {
+  const std::string s = valid_utf8(text);
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {

@@ -219,7 +219,8 @@ bool check_input_file(const std::string& path, std::string_view kind, uint64_t m
 std::string file_kind(mode_t mode);
 
 // `s` as a JSON string literal, quotes included (control characters escaped; UTF-8 passed through).
-std::string json_string(std::string_view s);
+std::string json_string(std::string_view s);  // valid UTF-8 whatever `s` holds (invalid bytes: U+FFFD)
+std::string valid_utf8(std::string_view s);
 
 std::string format_duration(uint64_t ns);
 std::string format_bytes(uint64_t bytes);

@@ -51,46 +51,7 @@ std::string_view sync_type_text(uint8_t k) {  // CUpti_ActivitySynchronizationTy
   return k < std::size(kNames) ? kNames[k] : "synchronization";
 }
 
-// Names and paths come from the program (kernel names, arguments): bytes that are not UTF-8 would make the whole file
-// unreadable to a strict JSON parser, so invalid sequences become U+FFFD before json_string() escapes the rest.
-std::string valid_utf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    uint32_t cp = 0;
-    if (c < 0x80)
-      n = 1, cp = c;
-    else if (c >= 0xC2 && c <= 0xDF)
-      n = 2, cp = c & 0x1Fu;
-    else if (c >= 0xE0 && c <= 0xEF)
-      n = 3, cp = c & 0x0Fu;
-    else if (c >= 0xF0 && c <= 0xF4)
-      n = 4, cp = c & 0x07u;
-    bool ok = n != 0 && i + n <= s.size();
-    for (size_t k = 1; ok && k < n; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      ok = (d & 0xC0u) == 0x80u;
-      cp = (cp << 6) | (d & 0x3Fu);
-    }
-    // Overlong forms, surrogates and code points above U+10FFFF are invalid too.
-    if (ok &&
-        ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))))
-      ok = false;
-    if (ok) {
-      out.append(s.substr(i, n));
-      i += n;
-    } else {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    }
-  }
-  return out;
-}
-
-std::string q(std::string_view s) { return json_string(valid_utf8(s)); }
+std::string q(std::string_view s) { return json_string(s); }
 
 std::string basename_of(const std::string& path) { return std::string(base_name(path)); }
 

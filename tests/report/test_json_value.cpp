@@ -2,9 +2,12 @@
 // of each rejection.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 
 #include "report/json_value.h"
+#include "report/merge.h"
+#include "report/report.h"
 
 namespace asynccheck::report {
 namespace {
@@ -130,6 +133,36 @@ TEST(JsonValue, NamesTypesForMessages) {
   EXPECT_EQ(json_type_name(parsed("\"\"").type()), "a string");
   EXPECT_EQ(json_type_name(parsed("1").type()), "a number");
   EXPECT_EQ(json_type_name(parsed("null").type()), "null");
+}
+
+}  // namespace
+}  // namespace asynccheck::report
+
+namespace asynccheck::report {
+namespace {
+
+// A program name or argument that is not UTF-8 (read raw from /proc/self/cmdline) made a report our own reader
+// refused, so that merge failed on it (issue 22). Every writer's strings are valid UTF-8: bad bytes are U+FFFD.
+TEST(JsonWriters, StringsAreValidUtf8WhateverTheProgramIsCalled) {
+  EXPECT_EQ(json_string("a\xff"
+                        "b"),
+            "\"a\xEF\xBF\xBD"
+            "b\"");
+  EXPECT_EQ(json_string("\xc3\xa9t\xc3\xa9"), "\"\xc3\xa9t\xc3\xa9\"");                // valid UTF-8 stays as it is
+  EXPECT_EQ(json_string("\xed\xa0\x80"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // a surrogate is not UTF-8
+  EventLog log;
+  log.run.program = "/tmp/\xff\xfeprog";
+  log.run.args = {"--name=\xc3("};
+  const Analysis analysis = analyze(log, AnalysisOptions{});
+  const ReportData data = make_report(log, analysis);
+  std::ostringstream out;
+  write_json(out, data);
+  ReportFile read;
+  std::string error;
+  ASSERT_TRUE(parse_report(out.str(), "r.json", read, error)) << error;
+  EXPECT_EQ(read.run.program, "/tmp/\xEF\xBF\xBD\xEF\xBF\xBDprog");
+  ASSERT_EQ(read.run.args.size(), 1u);
+  EXPECT_EQ(read.run.args[0], "--name=\xEF\xBF\xBD(");
 }
 
 }  // namespace

@@ -462,7 +462,7 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
   log = EventLog{};
   std::string line, what;
   size_t lineno = 0;
-  bool ended = false;
+  bool ended = false, seen_run = false;
   auto fail = [&](const std::string& msg) {
     error = "line " + std::to_string(lineno) + ": " + msg;
     return false;
@@ -488,6 +488,7 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
     Fields f(tokens, what);
     if (tag == "run") {
       if (!read_run(tokens, log.run, what)) return fail(what);
+      seen_run = true;
     } else if (tag == "arg") {
       if (!f.count(2, "arg text")) return fail(what);
       std::string arg = f.text("text");
@@ -690,6 +691,14 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
     error = "empty file: not an asynccheck recording";
     return false;
   }
+  // What no capture writes: a recording that does not say which run it is (every capture writes its `run` line
+  // first), and a call given twice (the same correlation id at the same start: a line repeated, which read as many
+  // calls, "host blocked 5219 s" from one).
+  if (!seen_run) {
+    error = "line " + std::to_string(lineno) +
+            ": the recording has no 'run' line (every recording states its run: run program=... pid=...)";
+    return false;
+  }
   if (!ended) log.run.complete = false;  // truncated: keep what was read, say so
   // A recording written as the run went (report/recording_stream.h) has its events in chunks: in log order, as the
   // analysis reads them. Not a log of judgements: its findings index the calls as they are.
@@ -699,6 +708,15 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       std::stable_sort(log.calls.begin(), log.calls.end(), by_log);
     if (!std::is_sorted(log.ops.begin(), log.ops.end(), by_log))
       std::stable_sort(log.ops.begin(), log.ops.end(), by_log);
+  }
+  for (size_t i = 1; i < log.calls.size(); ++i) {
+    const ApiCall& a = log.calls[i - 1];
+    const ApiCall& b = log.calls[i];
+    if (a.correlation_id == b.correlation_id && a.start_ns == b.start_ns) {
+      error = "call " + std::to_string(b.correlation_id) + " (start " + std::to_string(b.start_ns) +
+              ") is given twice (a capture writes each call once)";
+      return false;
+    }
   }
   return true;
 }

@@ -76,6 +76,25 @@ TEST(Recording, RoundTripsEveryField) {
 }
 
 // The capture calls (new in the format's version 1, additive) round-trip with their stream, mode and graph.
+// What no capture writes is refused, naming what is wrong: a call line given twice (it read as many calls), and a
+// recording that does not say which run it is (it read as "monitoring on, complete") (issue 22).
+TEST(Recording, RefusesWhatNoCaptureWrites) {
+  EventLog log = sample_log();
+  std::stringstream s;
+  write_recording(s, log);
+  std::string text = s.str();
+  const size_t call = text.find("\ncall ") + 1;
+  const std::string line = text.substr(call, text.find('\n', call) + 1 - call);
+  std::stringstream twice(text.substr(0, call) + line + text.substr(call));
+  EventLog back;
+  std::string error;
+  EXPECT_FALSE(read_recording(twice, back, error));
+  EXPECT_NE(error.find("is given twice (a capture writes each call once)"), std::string::npos) << error;
+  std::stringstream no_run("asynccheck-recording 1\nend\n");
+  EXPECT_FALSE(read_recording(no_run, back, error));
+  EXPECT_EQ(error, "line 2: the recording has no 'run' line (every recording states its run: run program=... pid=...)");
+}
+
 TEST(Recording, CaptureCallsRoundTrip) {
   EventLog log = sample_log();
   ApiCall begin = log.calls[0];
@@ -87,6 +106,8 @@ TEST(Recording, CaptureCallsRoundTrip) {
   end.call.api = rules::ApiKind::CaptureEnd;
   end.flags = 0;
   end.handle = 0x9a0;
+  begin.correlation_id = 100;  // calls of their own (a capture writes each call once)
+  end.correlation_id = 101;
   log.calls.push_back(begin);
   log.calls.push_back(end);
   std::stringstream s;
@@ -252,9 +273,11 @@ TEST(Recording, NvtxRangesRoundTripAndStayOptional) {
   const std::string old_call = plain.str().substr(plain.str().find("\ncall ") + 1);
   log.nvtx_ranges = {{"", "forward"}, {"my lib", "copy 100%"}};
   log.calls.push_back(log.calls[0]);
+  log.calls.back().correlation_id = 100;  // a call of its own (a capture writes each call once)
   log.calls[0].nvtx_range = 2;
   log.calls[1].nvtx_range = 0;
   log.calls.push_back(log.calls[0]);
+  log.calls.back().correlation_id = 101;
   log.calls[2].nvtx_range = 1;
   std::stringstream s;
   write_recording(s, log);
@@ -270,8 +293,11 @@ TEST(Recording, NvtxRangesRoundTripAndStayOptional) {
   std::stringstream again;
   write_recording(again, back);
   EXPECT_EQ(again.str(), s.str());
-  // The call without a range is written exactly as a recording without ranges writes it.
-  EXPECT_NE(s.str().find(old_call.substr(0, old_call.find('\n') + 1)), std::string::npos);
+  // The call without a range is written exactly as a recording without ranges writes it (its own id aside).
+  std::string line = old_call.substr(0, old_call.find('\n') + 1);
+  ASSERT_EQ(line.rfind("call 7 ", 0), 0u) << line;
+  line.replace(0, 7, "call 100 ");
+  EXPECT_NE(s.str().find(line), std::string::npos);
 }
 
 TEST(Recording, BadNvtxLinesGetPreciseErrors) {

@@ -1,6 +1,8 @@
 // Combining reports (merge.h): sites per aggregate() key with exact sums, the run's totals summed, provenance kept.
 #include "report/merge.h"
 
+#include <cstdint>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,6 +60,26 @@ uint64_t weighted_median(std::vector<std::pair<uint64_t, uint64_t>> median_count
   return median_count.empty() ? 0 : median_count.back().first;
 }
 
+// Whether two reports of one process are the same report: the same process, counts and sites (a copy, or one file
+// named twice), not two runs that happen to share a pid.
+bool same_run(const ReportFile& a, const ReportFile& b) {
+  if (!a.processes.empty() || !b.processes.empty()) return false;  // merges: their processes are checked when merged
+  if (a.run.pid != b.run.pid || a.run.rank != b.run.rank || a.run.program != b.run.program ||
+      a.run.args != b.run.args || a.totals.calls_watched != b.totals.calls_watched ||
+      a.totals.gpu_operations != b.totals.gpu_operations || a.rows.size() != b.rows.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    const SiteRow& x = a.rows[i];
+    const SiteRow& y = b.rows[i];
+    if (site_key(x.site, x.rule, x.api) != site_key(y.site, y.rule, y.api) || x.count != y.count ||
+        x.total_ns != y.total_ns || x.nvtx != y.nvtx) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std::string& error) {
@@ -83,6 +105,32 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
     }
   }
 
+  // The same report given twice (a glob that matched it twice, a copy): its calls would be counted twice.
+  for (size_t i = 0; i < reports.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      const ReportFile& a = reports[j];
+      const ReportFile& b = reports[i];
+      if (same_run(a, b)) {
+        error = "'" + b.path + "' is the report of the same run as '" + a.path + "' (pid " + std::to_string(b.run.pid) +
+                ", the same program and counts): given twice, its calls would count twice (valid: each process's "
+                "report once)";
+        return false;
+      }
+    }
+  }
+  // Sums stay within what a report can say (JSON whole numbers up to 2^63 - 1): past it, the merge fails rather
+  // than wrap (it printed "0 calls" and wrote a file its own reader refused).
+  bool overflow = false;
+  auto sum = [&overflow](uint64_t& into, uint64_t v) {
+    constexpr uint64_t kMax = static_cast<uint64_t>(INT64_MAX);
+    if (v > kMax - std::min(into, kMax)) {
+      overflow = true;
+      into = kMax;
+    } else {
+      into += v;
+    }
+  };
+
   // The run: what the processes share, and their sums.
   RunInfo& run = out.run;
   run.program = agreed(reports, &RunInfo::program);
@@ -101,16 +149,16 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
     if (r.run.monitoring == "on") run.monitoring = "on";
     run.complete = run.complete && r.run.complete;
     run.env.launch_blocking = run.env.launch_blocking || r.run.env.launch_blocking;
-    run.dropped_records += r.run.dropped_records;
-    run.unanalyzed_calls += r.run.unanalyzed_calls;
+    sum(run.dropped_records, r.run.dropped_records);
+    sum(run.unanalyzed_calls, r.run.unanalyzed_calls);
     if (r.run.end != "exit" && std::find(ends.begin(), ends.end(), r.run.end) == ends.end()) ends.push_back(r.run.end);
     RunTotals& t = out.totals;
-    t.calls_watched += r.totals.calls_watched;
-    t.gpu_operations += r.totals.gpu_operations;
-    t.captured_calls += r.totals.captured_calls;
-    t.context_creation_ns += r.totals.context_creation_ns;
-    t.kind_disagreements += r.totals.kind_disagreements;
-    for (const auto& [rule, count] : r.totals.not_observed) t.not_observed[rule] += count;
+    sum(t.calls_watched, r.totals.calls_watched);
+    sum(t.gpu_operations, r.totals.gpu_operations);
+    sum(t.captured_calls, r.totals.captured_calls);
+    sum(t.context_creation_ns, r.totals.context_creation_ns);
+    sum(t.kind_disagreements, r.totals.kind_disagreements);
+    for (const auto& [rule, count] : r.totals.not_observed) sum(t.not_observed[rule], count);
     for (const ProcessInfo& p : processes_of(r)) out.processes.push_back(p);
   }
   run.end.clear();
@@ -133,13 +181,13 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
         medians.emplace_back();
       }
       SiteRow& m = out.rows[it->second];
-      m.count += row.count;
-      m.total_ns += row.total_ns;
-      m.waited_ns += row.waited_ns;
-      m.own_ns += row.own_ns;
-      m.below += row.below;
+      sum(m.count, row.count);
+      sum(m.total_ns, row.total_ns);
+      sum(m.waited_ns, row.waited_ns);
+      sum(m.own_ns, row.own_ns);
+      sum(m.below, row.below);
       m.max_ns = std::max(m.max_ns, row.max_ns);
-      m.bytes += row.bytes;
+      sum(m.bytes, row.bytes);
       m.level = std::max(m.level, row.level);
       for (const ProcessShare& s : shares_of(r, row)) m.processes.push_back(s);
       for (const RangeCount& range : row.nvtx) add_range(m.nvtx, range.name, range.domain, range.count);
@@ -147,6 +195,12 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
     }
     // Suppression uses of every report, to be listed with the merge's own (write_report adds up equal entries).
     for (const SuppressionUse& u : r.suppressions) out.suppressions.push_back(u);
+  }
+  if (overflow) {
+    error =
+        "the reports' counts or times add up past 2^63 - 1, more than a report can hold (valid: reports whose sums "
+        "fit; merge fewer at a time)";
+    return false;
   }
   for (size_t i = 0; i < out.rows.size(); ++i) {
     out.rows[i].median_ns = weighted_median(std::move(medians[i]));

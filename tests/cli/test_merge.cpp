@@ -3,6 +3,7 @@
 // every site kept, provenance, merges of merges, the exit-code options, and a precise error for each bad input.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -68,6 +69,16 @@ class Merge : public Cli {
     EXPECT_EQ(r.code(), 0) << r.err;
     return out;
   }
+  // A copy of `recording` as another process recorded it (pid + 1): two runs of one program, not one report twice.
+  fs::path another_run(const fs::path& recording) {
+    std::string text = slurp(recording);
+    const size_t at = text.find(" pid=", text.find("\nrun ")) + 5;
+    const size_t end = text.find(' ', at);
+    text.replace(at, end - at, std::to_string(std::stoll(text.substr(at, end - at)) + 1));
+    const fs::path out = dir_ / (recording.stem().string() + ".another.rec");
+    std::ofstream(out) << text;
+    return out;
+  }
   // A copy of `recording` whose process had rank `rank` from OMPI_COMM_WORLD_RANK (as the library records it).
   fs::path ranked(const fs::path& recording, int rank) {
     std::string text = slurp(recording);
@@ -84,11 +95,38 @@ class Merge : public Cli {
   }
 };
 
+// The same report given twice is refused: its calls would count twice (issue 22: "pids 429, 429").
+TEST_F(Merge, TheSameReportTwiceIsRefused) {
+  const fs::path a = report_of(kRecording, "a.json"), copy = report_of(kRecording, "copy.json");
+  Result r = merge({a.string(), copy.string(), "--summary=0"});
+  EXPECT_NE(r.code(), 0);
+  EXPECT_NE(r.err.find("is the report of the same run as '" + a.string() + "'"), std::string::npos) << r.err;
+  r = merge({a.string(), a.string(), "--summary=0"});
+  EXPECT_NE(r.code(), 0);
+  EXPECT_NE(r.err.find("given twice"), std::string::npos) << r.err;
+}
+
+// Sums past what a report can hold (2^63 - 1) fail the merge rather than wrap (it printed "0 calls" and wrote a
+// file its own reader refused; issue 22).
+TEST_F(Merge, SumsPastWhatAReportHoldsAreRefused) {
+  const fs::path a = report_of(kRecording, "a.json"), b = report_of(another_run(kRecording), "b.json");
+  for (const fs::path& p : {a, b}) {
+    std::string text = slurp(p);
+    const size_t at = text.find("\"calls_watched\": ") + 17;
+    text.replace(at, text.find(',', at) - at, "5000000000000000000");
+    std::ofstream(p) << text;
+  }
+  const Result r = merge({a.string(), b.string(), "--json=" + (dir_ / "m.json").string(), "--summary=0"});
+  EXPECT_NE(r.code(), 0);
+  EXPECT_NE(r.err.find("add up past 2^63 - 1"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "m.json"));
+}
+
 TEST_F(Merge, TwoRunsOfOneRecordingDoubleEveryCountExactly) {
   for (const fs::path& rec : recordings()) {
     SCOPED_TRACE(rec.filename().string());
     const std::string name = rec.stem().string();
-    const fs::path one = report_of(rec, name + ".one.json"), two = report_of(rec, name + ".two.json");
+    const fs::path one = report_of(rec, name + ".one.json"), two = report_of(another_run(rec), name + ".two.json");
     const fs::path merged = dir_ / (name + ".merged.json");
     const Result r = merge({one.string(), two.string(), "--json=" + merged.string(), "--summary=0"});
     ASSERT_EQ(r.code(), 0) << r.err;
@@ -108,7 +146,7 @@ TEST_F(Merge, TwoRunsOfOneRecordingDoubleEveryCountExactly) {
     ASSERT_EQ(m["processes"].size(), 2u);
     EXPECT_EQ(m["processes"][0]["file"].string(), one.string());
     EXPECT_EQ(m["processes"][1]["file"].string(), two.string());
-    EXPECT_EQ(m["processes"][1]["pid"].uint64(), a["run"]["pid"].uint64());
+    EXPECT_EQ(m["processes"][1]["pid"].uint64(), std::optional<uint64_t>(*a["run"]["pid"].uint64() + 1));
     ASSERT_EQ(m["sites"].size(), a["sites"].size());
     std::map<Key, const JsonValue*> single;
     for (const JsonValue& s : a["sites"].items()) single[key_of(s)] = &s;
@@ -173,7 +211,8 @@ TEST_F(Merge, DifferentSamplesKeepEverySiteWithSummedCounts) {
 
 TEST_F(Merge, MergesMergeAgainWithTheSameSumsAndProvenance) {
   const auto recs = recordings();
-  const fs::path a = report_of(recs[0], "a.json"), b = report_of(recs[1], "b.json"), c = report_of(recs[0], "c.json");
+  const fs::path a = report_of(recs[0], "a.json"), b = report_of(recs[1], "b.json"),
+                 c = report_of(another_run(recs[0]), "c.json");
   const fs::path ab = dir_ / "ab.json", ab_c = dir_ / "ab_c.json", abc = dir_ / "abc.json";
   ASSERT_EQ(merge({a.string(), b.string(), "--json=" + ab.string(), "--summary=0"}).code(), 0);
   const Result again = merge({ab.string(), c.string(), "--json=" + ab_c.string(), "--summary=0"});
@@ -223,7 +262,7 @@ TEST_F(Merge, SarifHasOneInvocationPerProcess) {
 }
 
 TEST_F(Merge, ExitCodeOptionsAndBaselineWorkOnTheMerge) {
-  const fs::path a = report_of(kRecording, "a.json"), b = report_of(kRecording, "b.json");
+  const fs::path a = report_of(kRecording, "a.json"), b = report_of(another_run(kRecording), "b.json");
   EXPECT_EQ(merge({a.string(), b.string(), "--error-exitcode=3", "--summary=0"}).code(), 3);  // errors found
   EXPECT_EQ(merge({a.string(), b.string(), "--summary=0"}).code(), 0);                        // no --error-exitcode
   const fs::path baseline = dir_ / "merged.baseline";

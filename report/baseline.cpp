@@ -85,6 +85,12 @@ std::string check_line(std::string_view raw, size_t number, std::string_view& fi
   }
   if (line.empty() || line.front() == '#') return {};
   if (std::string bad = check_fingerprint(line); !bad.empty()) return bad;
+  // As strict as a suppression file: a fingerprint of a rule that does not exist would never match anything.
+  const std::string_view rule = line.substr(0, line.find('|'));
+  if (!rules::find_rule(std::string(rule))) {
+    return "unknown rule '" + shown(rule) + "' in fingerprint '" + shown(line) +
+           "' (valid: a rule id; `asynccheck --list-rules` lists them)";
+  }
   fingerprint_out = line;
   return {};
 }

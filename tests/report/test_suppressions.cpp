@@ -613,8 +613,11 @@ const std::vector<BadInput>& bad_baselines() {
        "b:2: control character 0x07 at column 7 (valid: printable text and tabs)"},
       {"line_too_long", header + "a|b|c|" + std::string(16379, 'd') + "\n",
        "b:2: line is 16385 bytes long (valid: at most 16384)"},
-      {"too_many_lines", header + lines_of(99'999, "a|b|c|d") + "a|b|c|e\n",
+      {"too_many_lines", header + lines_of(99'999, "copy-h2h|b|c|d") + "copy-h2h|b|c|e\n",
        "b:100001: more than 100000 lines (valid: at most 100000)"},
+      {"unknown_rule", header + "copy-h2hh|cudaMemcpy|main|a.cu\n",
+       "b:2: unknown rule 'copy-h2hh' in fingerprint 'copy-h2hh|cudaMemcpy|main|a.cu' (valid: a rule id; "
+       "`asynccheck --list-rules` lists them)"},
   };
   return cases;
 }
@@ -636,8 +639,8 @@ TEST(Baseline, BoundsAreInclusive) {
   std::set<std::string> known;
   std::string error;
   const std::string header = "asynccheck-baseline 1\n";
-  EXPECT_TRUE(parse_baseline(header + "a|b|c|" + std::string(16378, 'd'), "b", known, error)) << error;
-  EXPECT_TRUE(parse_baseline(header + lines_of(99'999, "a|b|c|d"), "b", known, error)) << error;
+  EXPECT_TRUE(parse_baseline(header + "copy-h2h|b|c|" + std::string(16371, 'd'), "b", known, error)) << error;
+  EXPECT_TRUE(parse_baseline(header + lines_of(99'999, "copy-h2h|b|c|d"), "b", known, error)) << error;
 }
 
 TEST(Baseline, LoadReadsTheFileAndNamesItInErrors) {

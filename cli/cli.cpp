@@ -1,5 +1,7 @@
 #include "cli/cli.h"
 
+#include "report/report.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -7,7 +9,7 @@
 namespace asynccheck::cli {
 
 int usage_error(const std::string& msg) {
-  std::cerr << "asynccheck: ERROR: " << msg << "\n(run 'asynccheck --help' for usage)\n";
+  std::cerr << "asynccheck: ERROR: " << report::printable(msg) << "\n(run 'asynccheck --help' for usage)\n";
   return kUsageError;
 }
 

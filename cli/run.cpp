@@ -108,7 +108,7 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   for (const fs::path& path : recordings) {
     EventLog log;
     if (!read_log(path, log, error)) {
-      std::cerr << "asynccheck: ERROR: " << error << "\n";
+      std::cerr << "asynccheck: ERROR: " << report::printable(error) << "\n";
       continue;
     }
     Options report_options = cli.opts;

@@ -98,7 +98,7 @@ void say_safe(const char* line) {
 }
 
 void say(const std::string& line) {
-  std::string out = "asynccheck: " + line + "\n";
+  std::string out = "asynccheck: " + report::printable(line) + "\n";
   ssize_t ignored = write(STDERR_FILENO, out.data(), out.size());
   (void)ignored;
 }

@@ -47,6 +47,27 @@ std::string valid_utf8(std::string_view s) {
   return out;
 }
 
+std::string printable(std::string_view text, bool keep_newlines) {
+  std::string out;
+  out.reserve(text.size());
+  char buf[8];
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const bool c1 = c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) <= 0x9F;  // a C1 control in UTF-8 (0x9B: CSI)
+    if ((c < 0x20 && c != '\t' && !(keep_newlines && c == '\n')) || c == 0x7F) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else if (c1) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(text[++i]));
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 std::string json_string(std::string_view text) {
   const std::string s = valid_utf8(text);
   std::string out = "\"";

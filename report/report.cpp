@@ -19,7 +19,7 @@ namespace {
 
 // Our lines share stderr with the program: one write(2) each, so they are never interleaved mid-line.
 void say(const std::string& line) {
-  std::string out = "asynccheck: " + line + "\n";
+  std::string out = "asynccheck: " + printable(line) + "\n";
   ssize_t ignored = write(STDERR_FILENO, out.data(), out.size());
   (void)ignored;
 }
@@ -313,7 +313,7 @@ Emitted write_report(ReportData& data, const Options& options, const ReportInput
   if (!options.summary) return result;
   std::ostringstream summary;
   write_summary(summary, data, options.print_limit);
-  const std::string text = summary.str();
+  const std::string text = printable(summary.str(), /*keep_newlines=*/true);
   if (text.empty()) return result;
   if (options.log_file == "stdout") {
     write_fd(STDOUT_FILENO, text);

@@ -221,6 +221,10 @@ std::string file_kind(mode_t mode);
 // `s` as a JSON string literal, quotes included (control characters escaped; UTF-8 passed through).
 std::string json_string(std::string_view s);  // valid UTF-8 whatever `s` holds (invalid bytes: U+FFFD)
 std::string valid_utf8(std::string_view s);
+// Text from a program or a recording (names, paths, messages) made safe for a terminal: control characters (ESC,
+// BEL, CR, a C1 CSI; a newline unless `keep_newlines`) become \xHH or \u00HH, so that no name can retitle the
+// terminal, move the cursor or print a line of its own.
+std::string printable(std::string_view text, bool keep_newlines = false);
 
 std::string format_duration(uint64_t ns);
 std::string format_bytes(uint64_t bytes);

@@ -174,7 +174,7 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     merge_notes(out, tag, data);
   }
   if (run.monitoring != "on") {
-    out << tag << "monitoring was " << run.monitoring << "; nothing was watched";
+    out << tag << "monitoring was " << printable(run.monitoring) << "; nothing was watched";
     if (run.end != "exit") out << "; the program ended by " << run.end;  // docs/robustness.md
     out << "\n";
     return;
@@ -213,15 +213,15 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     }
     ++shown;
     const rules::Rule& rule = rules::rule(r.rule);
-    out << "\n#" << shown << " " << rules::level_name(r.level) << " [" << rule.id << "] " << r.api;
+    out << "\n#" << shown << " " << rules::level_name(r.level) << " [" << rule.id << "] " << printable(r.api);
     // A call made inside a library (cuBLAS, libtorch): "in cublasDgemv_v2, called at app.cu:219".
-    if (!r.site.library_entry.empty()) out << " in " << short_function(r.site.library_entry) << ", called";
-    out << " at " << r.site.where();
+    if (!r.site.library_entry.empty()) out << " in " << printable(short_function(r.site.library_entry)) << ", called";
+    out << " at " << printable(r.site.where());
     if (r.in_baseline) out << " (in baseline)";
     if (r.site.known() && !r.site.frame.function.empty() && r.site.frame.function != "??") {
-      out << " in " << short_function(r.site.frame.function);
+      out << " in " << printable(short_function(r.site.frame.function));
     }
-    if (!r.nvtx.empty()) out << ", " << nvtx_text(r);
+    if (!r.nvtx.empty()) out << ", " << printable(nvtx_text(r));
     out << "\n    " << rule.title << "\n";
     out << "    " << r.count << " call" << (r.count == 1 ? "" : "s") << ", "
         << (r.gpu_side ? "GPU work held back " : "host held ") << format_duration(r.total_ns) << " in total (median "
@@ -245,12 +245,12 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
       out << "    from " << r.processes.size() << " process" << (from.size() == 1 ? "" : "es") << " (" << who(from)
           << ")" << (from.size() > 1 ? "; the median is estimated from theirs" : "") << "\n";
     }
-    out << "    evidence: " << r.shown.evidence << "\n";
+    out << "    evidence: " << printable(r.shown.evidence) << "\n";
     if (r.verdict == Verdict::ObservedUndocumented) {
       out << "    not documented: the rules predict '" << r.shown.predicted << "' (" << r.shown.predicted_behavior
           << ") for this call\n";
     }
-    if (!r.shown.note.empty()) out << "    note: " << r.shown.note << "\n";
+    if (!r.shown.note.empty()) out << "    note: " << printable(r.shown.note) << "\n";
     out << "    documented: " << rule.basis << " <" << rule.url << ">\n";
     out << "    fix: " << rule.fix << "\n";
   }

@@ -103,6 +103,30 @@ TEST_F(Cli, AnalyzeBadInput) {
   EXPECT_EQ(r.code(), 2);
 }
 
+// Text from a recording or a program reaches the terminal escaped: a crafted function name changed the terminal's
+// title and printed a fake "#9 error" line of its own (issue 22).
+TEST_F(Cli, NamesFromARecordingCannotDriveTheTerminal) {
+  std::string text = slurp(kRecording);
+  size_t at = 0, crafted = 0;
+  while ((at = text.find("\nsym ", at)) != std::string::npos) {
+    // sym <ip> <line> <function> <file>: the function is the fourth field.
+    size_t field = at + 1;
+    for (int k = 0; k < 3; ++k) field = text.find(' ', field) + 1;
+    text.insert(field, "%1B]0;pwned%07%0A#9%20error%20");
+    ++crafted;
+    at = field;
+  }
+  ASSERT_GT(crafted, 0u);
+  const fs::path rec = dir_ / "crafted.rec";
+  std::ofstream(rec) << text;
+  const Result r = asynccheck({"analyze", rec.string()});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  EXPECT_NE(r.err.find("\\x1b]0;pwned\\x07\\x0a#9 error"), std::string::npos) << r.err;  // shown, escaped
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.err.find('\x07'), std::string::npos);
+  EXPECT_EQ(r.err.find("\n#9 error"), std::string::npos) << r.err;
+}
+
 // Inputs that are not regular files are refused before they are read (a FIFO blocked the reader forever, /dev/zero
 // grew it to gigabytes), and an output that exists is replaced only when it is a regular file, overwrite=1 or not
 // (as root, /dev/null would have become a file) (issue 22).

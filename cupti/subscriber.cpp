@@ -1,5 +1,6 @@
 #include "cupti/subscriber.h"
 
+#include <glob.h>
 #include <unistd.h>
 
 #include <cupti.h>
@@ -69,6 +70,15 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   }
 }
 
+// Whether a GPU device node exists (/dev/nvidia0, or only the one a container was given: /dev/nvidia3), or WSL2's.
+bool any_gpu_device() {
+  if (access("/dev/dxg", F_OK) == 0) return true;
+  glob_t found{};
+  const bool any = glob("/dev/nvidia[0-9]*", 0, nullptr, &found) == 0 && found.gl_pathc > 0;
+  globfree(&found);
+  return any;
+}
+
 }  // namespace
 
 bool subscribe(const Sink& sink, std::string& error) {
@@ -94,10 +104,10 @@ bool subscribe(const Sink& sink, std::string& error) {
   }
   if (r != CUPTI_SUCCESS) {
     // CUPTI says CUPTI_ERROR_UNKNOWN when there is no driver or no GPU: say which is missing.
-    if (access("/proc/driver/nvidia/version", R_OK) != 0) {
+    if (access("/proc/driver/nvidia/version", R_OK) != 0 && access("/dev/dxg", F_OK) != 0) {  // dxg: WSL2's driver
       error = "no NVIDIA driver is loaded (/proc/driver/nvidia/version is missing; CUPTI: " + result_text(r) + ")";
-    } else if (access("/dev/nvidia0", F_OK) != 0) {
-      error = "no GPU (/dev/nvidia0 is missing; CUPTI: " + result_text(r) + ")";
+    } else if (!any_gpu_device()) {
+      error = "no GPU (no /dev/nvidia0, /dev/nvidia1, ...; CUPTI: " + result_text(r) + ")";
     } else {
       error = "cannot subscribe to CUPTI: " + result_text(r);
     }

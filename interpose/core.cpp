@@ -98,7 +98,8 @@ void say_safe(const char* line) {
 }
 
 void say(const std::string& line) {
-  std::string out = "asynccheck: " + report::printable(line) + "\n";
+  // Newlines kept: the help text (help=1) is several lines; control characters are escaped all the same.
+  std::string out = "asynccheck: " + report::printable(line, /*keep_newlines=*/true) + "\n";
   ssize_t ignored = write(STDERR_FILENO, out.data(), out.size());
   (void)ignored;
 }

@@ -66,7 +66,8 @@ bool same_run(const ReportFile& a, const ReportFile& b) {
   if (!a.processes.empty() || !b.processes.empty()) return false;  // merges: their processes are checked when merged
   if (a.run.pid != b.run.pid || a.run.rank != b.run.rank || a.run.program != b.run.program ||
       a.run.args != b.run.args || a.totals.calls_watched != b.totals.calls_watched ||
-      a.totals.gpu_operations != b.totals.gpu_operations || a.rows.size() != b.rows.size()) {
+      a.totals.gpu_operations != b.totals.gpu_operations ||
+      a.totals.context_creation_ns != b.totals.context_creation_ns || a.rows.size() != b.rows.size()) {
     return false;
   }
   for (size_t i = 0; i < a.rows.size(); ++i) {

@@ -62,6 +62,9 @@ TEST_F(SecureExecution, EnvironmentOptionsAreIgnoredAndSaidSo) {
   EXPECT_EQ(plain.err.find("secure execution"), std::string::npos) << plain.err;
   const std::string help_line = "device_buffer_kb";  // a line of options_help()
   EXPECT_NE(plain.err.find(help_line), std::string::npos) << "help=1 was honoured: " << plain.err;
+  // One option a line, as written (not folded into one line of \x0a escapes).
+  EXPECT_NE(plain.err.find("\n  " + help_line + " ("), std::string::npos) << plain.err;
+  EXPECT_EQ(plain.err.find("\\x0a"), std::string::npos) << plain.err;
 
   if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root, to make a setgid copy of secure_probe for another group";
   const group* other = getgrnam("nogroup");

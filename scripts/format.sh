@@ -18,7 +18,7 @@ if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   echo "SKIPPED: not a git checkout (the files to format are the ones git tracks)"
   exit 77
 fi
-files=$(git ls-files 'analysis/*.cpp' 'analysis/*.h' 'cli/*.cpp' 'cli/*.h' 'cupti/*.cpp' 'cupti/*.h' 'interpose/*.cpp' \
+files=$(git ls-files --cached --others --exclude-standard 'analysis/*.cpp' 'analysis/*.h' 'cli/*.cpp' 'cli/*.h' 'cupti/*.cpp' 'cupti/*.h' 'interpose/*.cpp' \
   'interpose/*.h' 'options/*.cpp' 'options/*.h' 'report/*.cpp' 'report/*.h' 'rules/*.cpp' 'rules/*.h' 'bench/*.cpp' \
   'tests/*.cpp' 'tests/*.h' | grep -v '^tests/fixtures/')
 if [ "${1:-}" = --check ]; then

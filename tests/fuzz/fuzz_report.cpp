@@ -39,12 +39,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(again.rows.size() == merged.rows.size(), "%zu sites written, %zu read back", merged.rows.size(),
              again.rows.size());
   for (size_t i = 0; i < again.rows.size(); ++i) {
-    FUZZ_CHECK(again.rows[i].count == merged.rows[i].count && again.rows[i].total_ns == merged.rows[i].total_ns,
-               "site %zu: %llu calls, %llu ns written, %llu, %llu read back", i,
-               static_cast<unsigned long long>(merged.rows[i].count),
-               static_cast<unsigned long long>(merged.rows[i].total_ns),
-               static_cast<unsigned long long>(again.rows[i].count),
-               static_cast<unsigned long long>(again.rows[i].total_ns));
+    FUZZ_CHECK(
+        again.rows[i].count == merged.rows[i].count && again.rows[i].total_ns == merged.rows[i].total_ns,
+        "site %zu: %llu calls, %llu ns written, %llu, %llu read back", i,
+        static_cast<unsigned long long>(merged.rows[i].count), static_cast<unsigned long long>(merged.rows[i].total_ns),
+        static_cast<unsigned long long>(again.rows[i].count), static_cast<unsigned long long>(again.rows[i].total_ns));
   }
   return 0;
 }

@@ -3,8 +3,10 @@
 // Python test probe, which links none of our libraries.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace asynccheck {
 
@@ -29,6 +31,33 @@ inline bool append_utf8(std::string& out, uint32_t c) {
     return false;
   }
   return true;
+}
+
+// The length of the UTF-8 character at s[i]: 1 for ASCII, 2 to 4 for a valid multi-byte one, 0 when the bytes there
+// are not UTF-8 (a stray continuation byte, a cut sequence, an overlong form, a surrogate, past U+10FFFF). Shared by
+// the JSON reader, which refuses such bytes, and the writers, which replace them (report/json.cpp).
+inline size_t utf8_length(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (c < 0x80)
+    return 1;
+  else if (c >= 0xC2 && c <= 0xDF)
+    n = 2, cp = c & 0x1Fu;
+  else if (c >= 0xE0 && c <= 0xEF)
+    n = 3, cp = c & 0x0Fu;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 4, cp = c & 0x07u;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    const auto d = static_cast<unsigned char>(s[i + k]);
+    if ((d & 0xC0u) != 0x80u) return 0;
+    cp = (cp << 6) | (d & 0x3Fu);
+  }
+  if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+    return 0;
+  }
+  return n;
 }
 
 }  // namespace asynccheck

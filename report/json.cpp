@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "analysis/names.h"
+#include "analysis/utf8.h"
 #include "report/report.h"
 
 namespace asynccheck::report {
@@ -13,30 +14,8 @@ namespace asynccheck::report {
 std::string valid_utf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    uint32_t cp = 0;
-    if (c < 0x80)
-      n = 1, cp = c;
-    else if (c >= 0xC2 && c <= 0xDF)
-      n = 2, cp = c & 0x1Fu;
-    else if (c >= 0xE0 && c <= 0xEF)
-      n = 3, cp = c & 0x0Fu;
-    else if (c >= 0xF0 && c <= 0xF4)
-      n = 4, cp = c & 0x07u;
-    bool ok = n != 0 && i + n <= s.size();
-    for (size_t k = 1; ok && k < n; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      ok = (d & 0xC0u) == 0x80u;
-      cp = (cp << 6) | (d & 0x3Fu);
-    }
-    // Overlong forms, surrogates and code points above U+10FFFF are invalid too.
-    if (ok &&
-        ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))))
-      ok = false;
-    if (ok) {
+  for (size_t i = 0; i < s.size();) {
+    if (const size_t n = utf8_length(s, i)) {
       out.append(s.substr(i, n));
       i += n;
     } else {

@@ -298,25 +298,8 @@ class JsonParser {
 
   // One UTF-8 character of a string, checked: nothing overlong, no surrogates, nothing above U+10FFFF.
   bool utf8_char(std::string& out) {
-    const auto c = static_cast<unsigned char>(s_[p_]);
-    size_t n = 0;
-    uint32_t cp = 0;
-    if (c >= 0xC2 && c <= 0xDF)
-      n = 2, cp = c & 0x1Fu;
-    else if (c >= 0xE0 && c <= 0xEF)
-      n = 3, cp = c & 0x0Fu;
-    else if (c >= 0xF0 && c <= 0xF4)
-      n = 4, cp = c & 0x07u;
-    bool ok = n != 0 && p_ + n <= s_.size();
-    for (size_t k = 1; ok && k < n; ++k) {
-      const auto d = static_cast<unsigned char>(s_[p_ + k]);
-      ok = (d & 0xC0u) == 0x80u;
-      cp = (cp << 6) | (d & 0x3Fu);
-    }
-    if (ok &&
-        ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))))
-      ok = false;
-    if (!ok) return fail("invalid UTF-8 at " + shown() + " (valid: UTF-8 text)");
+    const size_t n = utf8_length(s_, p_);
+    if (n < 2) return fail("invalid UTF-8 at " + shown() + " (valid: UTF-8 text)");  // called for non-ASCII bytes
     out.append(s_.substr(p_, n));
     p_ += n;
     return true;

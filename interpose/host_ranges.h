@@ -1,14 +1,18 @@
 // Our own registry of memory ranges, fed by the allocation calls we watch, because no CUDA API may be called
-// inside a CUPTI callback (cudaPointerGetAttributes would also cost 250-500 ns a copy). Lookups are lock-free:
-// readers binary-search an immutable snapshot; writers (allocations: rare) publish a new snapshot under a mutex.
+// inside a CUPTI callback (cudaPointerGetAttributes would also cost 250-500 ns a copy).
+//
+// Programs that pin or allocate per batch (data loaders, cudaMallocAsync in a loop) update it as often as they
+// copy, with thousands of ranges live, from many threads at once. So:
+// - lookups are lock-free: a reader walks an immutable tree (a treap keyed by base address);
+// - an update copies only the O(log n) nodes on its path (path copying) and publishes the new root under a mutex;
+// - a replaced node is freed once no reader can still hold it (epoch-based reclamation, reclaim.h): memory stays
+//   proportional to the live ranges, and no reader ever sees freed memory, however long it is paused.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
-#include <utility>
 #include <vector>
 
 #include "rules/call.h"
@@ -24,29 +28,34 @@ class HostRanges {
   rules::MemoryKind remove(uint64_t base);
   // The kind of the range containing `ptr` (interior pointers included), Unknown if none.
   rules::MemoryKind find(uint64_t ptr) const;
-  size_t size() const;
+  size_t size() const { return live_.load(std::memory_order_relaxed); }
+  // Replaced nodes not freed yet (a reader may still hold them): for tests of the bound.
+  size_t retired() const { return retired_nodes_.load(std::memory_order_relaxed); }
 
-  HostRanges();
+  HostRanges() = default;
   ~HostRanges();
   HostRanges(const HostRanges&) = delete;
   HostRanges& operator=(const HostRanges&) = delete;
 
- private:
-  struct Range {
-    uint64_t base;
-    uint64_t end;
-    rules::MemoryKind kind;
-  };
-  struct Snapshot {
-    std::vector<Range> ranges;  // sorted by base
-  };
-  void publish(Snapshot* next);
+  struct Node;
 
-  std::atomic<const Snapshot*> current_;
-  std::mutex writer_;
-  // Snapshots replaced by a writer. A reader holds a snapshot only for one binary search (well under a
-  // microsecond), so one older than a grace period (100 ms) is no longer read and is freed.
-  std::vector<std::pair<const Snapshot*, std::chrono::steady_clock::time_point>> retired_;
+ private:
+  const Node* own(const Node* n);
+  void split(const Node* t, uint64_t key, const Node*& less, const Node*& rest);
+  const Node* merge(const Node* a, const Node* b);
+  void publish(const Node* root);
+
+  std::atomic<const Node*> root_{nullptr};
+  std::atomic<size_t> live_{0};
+  mutable std::mutex writer_;          // one update at a time; guards the fields below
+  uint64_t write_ = 0;                 // the update in progress: nodes it made are changed in place, others copied
+  std::vector<const Node*> replaced_;  // nodes of the published tree that this update replaces
+  struct Retired {
+    uint64_t epoch;  // freed once every reader started after this epoch
+    std::vector<const Node*> nodes;
+  };
+  std::vector<Retired> retired_;
+  std::atomic<size_t> retired_nodes_{0};  // read without the lock: a writer may be waiting while holding it
 };
 
 }  // namespace asynccheck

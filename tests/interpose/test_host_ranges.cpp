@@ -1,9 +1,11 @@
 // The capture's own registry of allocations: how a copy's host pointer is classified without calling CUDA.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 
 #include "interpose/host_ranges.h"
+#include "interpose/reclaim.h"
 
 namespace asynccheck {
 namespace {
@@ -57,6 +59,87 @@ TEST(HostRanges, ReadersSeeConsistentSnapshotsWhileWritersPublish) {
   reader.join();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(r.size(), 1u + 1000u);
+}
+
+TEST(HostRanges, ManyLiveRangesKeepTheTreeAndNoGarbage) {
+  HostRanges r;
+  for (uint64_t i = 0; i < 5000; ++i) r.add(0x100000 + i * 0x1000, 0x800, MemoryKind::Pinned);
+  for (uint64_t i = 0; i < 20000; ++i) {  // a data loader pinning and unpinning a batch, 5000 others live
+    r.add(0x90000000, 4096, MemoryKind::Pinned);
+    ASSERT_EQ(r.remove(0x90000000), MemoryKind::Pinned);
+  }
+  EXPECT_EQ(r.size(), 5000u);
+  EXPECT_EQ(r.retired(), 0u);  // no reader: what each update replaced is freed at once
+  for (uint64_t i = 0; i < 5000; i += 97) {
+    EXPECT_EQ(r.find(0x100000 + i * 0x1000 + 0x7ff), MemoryKind::Pinned);
+    EXPECT_EQ(r.find(0x100000 + i * 0x1000 + 0x800), MemoryKind::Unknown);
+  }
+}
+
+TEST(HostRanges, RangeAtTheTopOfTheAddressSpace) {
+  HostRanges r;
+  r.add(UINT64_MAX - 10, 100, MemoryKind::Pinned);  // the end would wrap: it stops at the top
+  EXPECT_EQ(r.find(UINT64_MAX - 1), MemoryKind::Pinned);
+  r.add(UINT64_MAX, 1, MemoryKind::Device);
+  EXPECT_EQ(r.find(UINT64_MAX), MemoryKind::Device);
+  EXPECT_EQ(r.remove(UINT64_MAX), MemoryKind::Device);
+  EXPECT_EQ(r.size(), 1u);
+}
+
+// A reader that started before an update holds back the freeing of what the update replaced, however long it
+// takes (the old design freed it after 100 ms); once it leaves, the next update frees it all.
+TEST(Reclaim, AReaderHoldsBackOnlyWhatItCouldStillRead) {
+  const uint64_t before = reclaim::retire_epoch();
+  EXPECT_EQ(reclaim::oldest_reader(), reclaim::kNoReader);
+  std::atomic<int> phase{0};
+  std::thread reader([&] {
+    reclaim::ReadSection reading;
+    {
+      reclaim::ReadSection nested;  // the outer section counts
+    }
+    phase = 1;
+    while (phase != 2) std::this_thread::yield();
+  });
+  while (phase != 1) std::this_thread::yield();
+  const uint64_t held = reclaim::oldest_reader();
+  EXPECT_GT(held, before);
+  const uint64_t tag = reclaim::retire_epoch();  // an update published while the reader reads
+  EXPECT_LE(held, tag);                          // so what it replaced must wait
+  phase = 2;
+  reader.join();
+  EXPECT_EQ(reclaim::oldest_reader(), reclaim::kNoReader);
+}
+
+TEST(HostRanges, AnUpdatePastTheBoundWaitsForAPausedReader) {
+  HostRanges r;
+  r.add(0x1000, 64, MemoryKind::Pinned);
+  std::atomic<bool> release{false};
+  std::atomic<bool> reading{false};
+  std::thread reader([&] {
+    reclaim::ReadSection paused;  // a reader preempted in the middle of a lookup
+    reading = true;
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (!reading) std::this_thread::yield();
+  std::atomic<bool> wrote{false};
+  std::thread writer([&] {
+    for (uint64_t i = 0; i < 2000; ++i) {
+      r.add(0x100000 + i * 0x100, 64, MemoryKind::Device);
+      r.remove(0x100000 + i * 0x100);
+    }
+    wrote = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // three times the old design's grace period
+  EXPECT_FALSE(wrote.load()) << "updates freed nodes a paused reader could hold";
+  EXPECT_GT(r.retired(), 0u);
+  EXPECT_LE(r.retired(), 256u + 2 * r.size() + 64);  // bounded: the writer waits instead of piling up
+  release = true;
+  reader.join();
+  writer.join();
+  EXPECT_TRUE(wrote.load());
+  r.add(0x2000, 64, MemoryKind::Pinned);
+  EXPECT_EQ(r.retired(), 0u);
+  EXPECT_EQ(r.find(0x1010), MemoryKind::Pinned);
 }
 
 }  // namespace

@@ -718,6 +718,29 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       return false;
     }
   }
+  // Calls on one thread nest, as the calls themselves do (a watched call made inside another is recorded inside
+  // it): two that overlap without one holding the other were not captured, they were made up or pasted together.
+  std::vector<const ApiCall*> by_thread(log.calls.size());
+  for (size_t i = 0; i < log.calls.size(); ++i) by_thread[i] = &log.calls[i];
+  std::sort(by_thread.begin(), by_thread.end(), [](const ApiCall* a, const ApiCall* b) {
+    if (a->thread != b->thread) return a->thread < b->thread;
+    return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;  // outer first
+  });
+  std::vector<const ApiCall*> open;  // the calls that hold the current one, innermost last
+  for (size_t i = 0; i < by_thread.size(); ++i) {
+    const ApiCall& b = *by_thread[i];
+    if (i > 0 && by_thread[i - 1]->thread != b.thread) open.clear();
+    while (!open.empty() && open.back()->end_ns <= b.start_ns) open.pop_back();
+    if (!open.empty() && b.end_ns > open.back()->end_ns) {
+      const ApiCall& a = *open.back();
+      error = "calls " + std::to_string(a.correlation_id) + " and " + std::to_string(b.correlation_id) +
+              " overlap on thread " + std::to_string(a.thread) + " (" + std::to_string(a.start_ns) + "-" +
+              std::to_string(a.end_ns) + " and " + std::to_string(b.start_ns) + "-" + std::to_string(b.end_ns) +
+              ") without one holding the other: calls on one thread nest";
+      return false;
+    }
+    open.push_back(&b);
+  }
   return true;
 }
 

@@ -76,8 +76,9 @@ TEST(Recording, RoundTripsEveryField) {
 }
 
 // The capture calls (new in the format's version 1, additive) round-trip with their stream, mode and graph.
-// What no capture writes is refused, naming what is wrong: a call line given twice (it read as many calls), and a
-// recording that does not say which run it is (it read as "monitoring on, complete") (issue 22).
+// What no capture writes is refused, naming what is wrong: a call line given twice (it read as many calls), two
+// calls at once on one thread, and a recording that does not say which run it is (it read as "monitoring on,
+// complete") (issue 22).
 TEST(Recording, RefusesWhatNoCaptureWrites) {
   EventLog log = sample_log();
   std::stringstream s;
@@ -90,6 +91,17 @@ TEST(Recording, RefusesWhatNoCaptureWrites) {
   std::string error;
   EXPECT_FALSE(read_recording(twice, back, error));
   EXPECT_NE(error.find("is given twice (a capture writes each call once)"), std::string::npos) << error;
+  // Two calls on one thread that overlap without nesting: the line again under an id of its own, 3000-6000.
+  ASSERT_EQ(line.rfind("call 7 8 1000 5000 ", 0), 0u) << line;
+  std::stringstream overlapping(text.substr(0, call) + "call 9 0 3000 6000 " + line.substr(19) + text.substr(call));
+  EXPECT_FALSE(read_recording(overlapping, back, error));
+  EXPECT_EQ(error,
+            "calls 7 and 9 overlap on thread 0 (1000-5000 and 3000-6000) without one holding the other: calls on one "
+            "thread nest");
+  // One inside the other, as a watched call made inside another is recorded: read.
+  std::stringstream nested(text.substr(0, call) + "call 9 0 2000 3000 " + line.substr(19) + text.substr(call));
+  EXPECT_TRUE(read_recording(nested, back, error)) << error;
+  EXPECT_EQ(back.calls.size(), 2u);
   std::stringstream no_run("asynccheck-recording 1\nend\n");
   EXPECT_FALSE(read_recording(no_run, back, error));
   EXPECT_EQ(error, "line 2: the recording has no 'run' line (every recording states its run: run program=... pid=...)");
@@ -106,8 +118,10 @@ TEST(Recording, CaptureCallsRoundTrip) {
   end.call.api = rules::ApiKind::CaptureEnd;
   end.flags = 0;
   end.handle = 0x9a0;
-  begin.correlation_id = 100;  // calls of their own (a capture writes each call once)
-  end.correlation_id = 101;
+  begin.correlation_id = 100;  // calls of their own (a capture writes each call once), on threads of their own
+  end.correlation_id = 101;    // (calls on one thread nest)
+  begin.thread = 1;
+  end.thread = 2;
   log.calls.push_back(begin);
   log.calls.push_back(end);
   std::stringstream s;
@@ -275,9 +289,11 @@ TEST(Recording, NvtxRangesRoundTripAndStayOptional) {
   log.calls.push_back(log.calls[0]);
   log.calls.back().correlation_id = 100;  // a call of its own (a capture writes each call once)
   log.calls[0].nvtx_range = 2;
+  log.calls[0].thread = 1;  // at the same time: on another thread (calls on one thread nest)
   log.calls[1].nvtx_range = 0;
   log.calls.push_back(log.calls[0]);
   log.calls.back().correlation_id = 101;
+  log.calls.back().thread = 2;
   log.calls[2].nvtx_range = 1;
   std::stringstream s;
   write_recording(s, log);

@@ -8,17 +8,35 @@
 namespace asynccheck {
 namespace {
 
+// Sorts `v` by `less`, stably, moving each element once: a round's calls are the threads' buffers one after another,
+// each already in order, and an element is 144 bytes; sorting indices first costs a fraction of sorting the elements.
+template <typename T, typename Less>
+void sort_by(std::vector<T>& v, Less less) {
+  if (std::is_sorted(v.begin(), v.end(), less)) return;
+  std::vector<uint32_t> order(v.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return less(v[a], v[b]); });
+  std::vector<T> sorted;
+  sorted.reserve(v.size());
+  for (uint32_t i : order) sorted.push_back(std::move(v[i]));
+  v = std::move(sorted);
+}
+
+// Adds `more` to `into`, both sorted by `less` after. New events start after most of the backlog's (all but the calls
+// that were in flight, and work queued behind them): only the backlog's tail from the first new event on is merged.
 template <typename T, typename Less>
 void merge_into(std::vector<T>& into, std::vector<T>&& more, Less less) {
+  sort_by(more, less);
   if (into.empty()) {  // the common case: no copy
     into = std::move(more);
-    std::stable_sort(into.begin(), into.end(), less);
     return;
   }
+  if (more.empty()) return;
+  const auto from = std::upper_bound(into.begin(), into.end(), more.front(), less);
+  const auto offset = from - into.begin();
   const size_t mid = into.size();
   into.insert(into.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-  std::stable_sort(into.begin() + static_cast<std::ptrdiff_t>(mid), into.end(), less);
-  std::inplace_merge(into.begin(), into.begin() + static_cast<std::ptrdiff_t>(mid), into.end(), less);
+  std::inplace_merge(into.begin() + offset, into.begin() + static_cast<std::ptrdiff_t>(mid), into.end(), less);
 }
 
 // Moves [begin, until) out of `v`: the whole vector when that is all of it (the common case, no copy).
@@ -32,6 +50,11 @@ std::vector<T> take_front(std::vector<T>& v, typename std::vector<T>::iterator u
 
 bool by_start_call(const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); }
 bool by_start_op(const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); }
+
+uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
+}
 
 // CUPTI's record of work it could not time (cupti/activity.cpp, count_untimed): never evidence.
 bool untimed_op(const GpuOp& op) { return op.kind != GpuOpKind::Sync && op.start_ns == 0; }
@@ -181,6 +204,7 @@ void AnalysisFeed::lose() {
 
 void AnalysisFeed::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks,
                        uint64_t delivered_ns, uint64_t calls_before_ns) {
+  const auto t0 = std::chrono::steady_clock::now();
   ++stats_.rounds;
   calls_before_ns_ = std::max(calls_before_ns_, calls_before_ns);
   awaited_.add_calls(calls);
@@ -204,6 +228,7 @@ void AnalysisFeed::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::
   merge_into(backlog_ops_, std::move(ops), by_start_op);
   stats_.peak_backlog = std::max<uint64_t>(stats_.peak_backlog, backlog_calls_.size());
   shed();
+  stats_.add_ns += elapsed_ns(t0);
 }
 
 uint64_t AnalysisFeed::records_before(uint64_t flushed_ns, uint64_t forced_ns) {
@@ -214,32 +239,40 @@ uint64_t AnalysisFeed::records_before(uint64_t flushed_ns, uint64_t forced_ns) {
 }
 
 // Moves into the compacted log the untimed work whose call is there, and the work that waited too long (`all`: every
-// one). The common case, no untimed work, costs nothing.
+// one). The common case, no untimed work, costs nothing; otherwise one pass over the calls held, looked up among the
+// few untimed operations' ids (sorting the ids of every call held, each round and chunk, cost more than the
+// analysis once a flood filled the backlog).
 void AnalysisFeed::release_untimed(bool all) {
   if (untimed_.empty()) return;
-  // The ids of the calls in the analysis, and of those still in the backlog: work of a call in the backlog waits for
-  // it however long (released without it, it would be no one's work there and be let go, and its call, when it
+  // Whether each untimed op's call is in the analysis, or still in the backlog: work of a call in the backlog waits
+  // for it however long (released without it, it would be no one's work there and be let go, and its call, when it
   // came, would wait for its record kRecordOverdueNs, holding every later description back).
-  std::vector<uint64_t> ids, waiting;
-  auto ids_of = [](const std::vector<ApiCall>& calls, std::vector<uint64_t>& into) {
-    into.reserve(2 * calls.size());
-    for (const ApiCall& c : calls) {
-      into.push_back(c.correlation_id);
-      if (c.driver_correlation_id != 0) into.push_back(c.driver_correlation_id);
-    }
-    std::sort(into.begin(), into.end());
-  };
+  std::vector<std::pair<uint64_t, size_t>> wanted;  // (correlation id, index in untimed_)
+  std::vector<uint8_t> in_analysis(untimed_.size(), 0), in_backlog(untimed_.size(), 0);
   if (!all) {
-    ids_of(analysis_.window().calls, ids);
-    ids_of(backlog_calls_, waiting);
+    wanted.reserve(untimed_.size());
+    for (size_t i = 0; i < untimed_.size(); ++i) wanted.emplace_back(untimed_[i].first.correlation_id, i);
+    std::sort(wanted.begin(), wanted.end());
+    auto mark = [&](const std::vector<ApiCall>& calls, std::vector<uint8_t>& found) {
+      for (const ApiCall& c : calls) {
+        for (uint64_t id : {c.correlation_id, c.driver_correlation_id}) {
+          if (id == 0) continue;
+          for (auto it = std::lower_bound(wanted.begin(), wanted.end(), std::make_pair(id, size_t{0}));
+               it != wanted.end() && it->first == id; ++it) {
+            found[it->second] = 1;
+          }
+        }
+      }
+    };
+    mark(analysis_.window().calls, in_analysis);
+    mark(backlog_calls_, in_backlog);
   }
   std::vector<GpuOp> released;
   size_t out = 0;
   for (size_t i = 0; i < untimed_.size(); ++i) {
     auto& [op, rounds] = untimed_[i];
-    const bool overdue =
-        rounds > kUntimedRounds && !std::binary_search(waiting.begin(), waiting.end(), op.correlation_id);
-    if (all || overdue || std::binary_search(ids.begin(), ids.end(), op.correlation_id)) {
+    const bool overdue = rounds > kUntimedRounds && !in_backlog[i];
+    if (all || overdue || in_analysis[i]) {
       released.push_back(std::move(op));
     } else {
       untimed_[out++] = std::move(untimed_[i]);
@@ -268,8 +301,7 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   analysis_.advance(std::min(horizon_ns, next));
   ++stats_.chunks;
   stats_.largest_chunk = std::max<uint64_t>(stats_.largest_chunk, k);
-  const auto ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  const uint64_t ns = elapsed_ns(t0);
   stats_.compact_ns += ns;
   stats_.longest_chunk_ns = std::max(stats_.longest_chunk_ns, ns);
   stats_.kept_calls = analysis_.window().calls.size();

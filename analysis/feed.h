@@ -24,6 +24,9 @@ struct FeedStats {
   uint64_t largest_chunk = 0;  // calls
   uint64_t peak_backlog = 0;   // calls taken from the threads and waiting for a chunk, at most
   uint64_t compact_ns = 0, longest_chunk_ns = 0;
+  // Where a round's time goes besides the chunks: flushing CUPTI and taking its records (flush_ns), taking the
+  // threads' buffers (take_ns), and adding them to the backlog: sorting, merging, shedding (add_ns).
+  uint64_t flush_ns = 0, take_ns = 0, add_ns = 0;
   // The analysis' window after the last chunk (at the end: the calls and GPU work the report keeps), and the calls
   // judged so far.
   uint64_t kept_calls = 0, kept_ops = 0, compacted_calls = 0;

@@ -312,12 +312,14 @@ Horizons take_from_threads(Global& g) {
     backlog = g.feed->backlog_size();
   }
   const bool forced = force_flush(now, g.records_ns, g.flush_period_ns, backlog, g.max_backlog);
+  const auto t0 = std::chrono::steady_clock::now();
   cupti::flush_activity(forced);
   if (forced) {
     g.last_forced_ns = now;
     g.forced_flushes.fetch_add(1, std::memory_order_relaxed);
   }
   std::vector<GpuOp> ops = cupti::take_ops();
+  const auto t1 = std::chrono::steady_clock::now();
   std::vector<ThreadLog*> threads;
   std::vector<Mark> marks;  // all of them, every round: module loads and context creations explain host time
   {
@@ -360,7 +362,11 @@ Horizons take_from_threads(Global& g) {
     taken.clear();
     if (keep && t->spare.capacity() < taken.capacity()) t->spare.swap(taken);
   }
+  const auto t2 = std::chrono::steady_clock::now();
   std::lock_guard lock(g.central_mu);
+  FeedStats& st = g.feed->stats();
+  st.flush_ns += static_cast<uint64_t>(std::chrono::nanoseconds(t1 - t0).count());
+  st.take_ns += static_cast<uint64_t>(std::chrono::nanoseconds(t2 - t1).count());
   g.feed->add(std::move(calls), std::move(ops), std::move(marks), g.last_forced_ns, horizon);
   g.feed->count_shed(shed, lost);
   g.records_ns = g.feed->records_before(now, g.last_forced_ns);

@@ -190,7 +190,10 @@ std::string stats_line(const EventLog& log) {
     << log.carried.calls << " calls and " << log.carried.ops << " operations judged and let go; " << st.rounds
     << " rounds (" << capture::forced_flushes() << " with a forced flush), " << st.chunks << " chunks (largest "
     << st.largest_chunk << " calls, longest " << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, "
-    << static_cast<double>(st.compact_ns) / 1e6 << " ms in all), backlog peak " << st.peak_backlog << " calls, "
+    << static_cast<double>(st.compact_ns) / 1e6
+    << " ms in all; rounds besides: " << static_cast<double>(st.flush_ns) / 1e6 << " ms flushing CUPTI, "
+    << static_cast<double>(st.take_ns) / 1e6 << " ms taking the threads' calls, "
+    << static_cast<double>(st.add_ns) / 1e6 << " ms adding them), backlog peak " << st.peak_backlog << " calls, "
     << st.shed_calls << " calls shed at the compact_backlog limit (" << st.lost_calls
     << " of them not ordinary: lost); " << st.late_ops << " activity records a round late (ended up to "
     << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); " << st.awaited_records

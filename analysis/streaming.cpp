@@ -44,9 +44,14 @@ void StreamingAnalysis::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops) 
   std::inplace_merge(window_.calls.begin() + std::min(tail, mid), window_.calls.begin() + mid, window_.calls.end(),
                      by_log);
   if (!std::is_sorted(ops.begin(), ops.end(), by_log)) std::stable_sort(ops.begin(), ops.end(), by_log);
+  if (ops.empty()) return;
+  // Only the window's tail from the first new operation on can change order: merged alone (new work mostly starts
+  // after what the window holds).
+  const auto ofrom =
+      std::upper_bound(window_.ops.begin(), window_.ops.end(), ops.front(), by_log) - window_.ops.begin();
   const auto omid = static_cast<std::ptrdiff_t>(window_.ops.size());
   window_.ops.insert(window_.ops.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
-  std::inplace_merge(window_.ops.begin(), window_.ops.begin() + omid, window_.ops.end(), by_log);
+  std::inplace_merge(window_.ops.begin() + ofrom, window_.ops.begin() + omid, window_.ops.end(), by_log);
 }
 
 void StreamingAnalysis::set_marks(std::vector<Mark> marks) { window_.marks = std::move(marks); }

@@ -1,26 +1,21 @@
+// The capture's side in the program's threads: CUPTI's callbacks, which turn each watched call into an ApiCall in
+// the thread's own log (on_enter, on_exit), and the capture's lifecycle (start, finish). What the analysis thread
+// does with the logs is in analysis_thread.cpp.
 #include "interpose/capture.h"
-
-#include <malloc.h>
-#include <pthread.h>
-#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "analysis/feed.h"
-
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
-#include "interpose/blocking_streams.h"
-#include "interpose/host_ranges.h"
+#include "interpose/capture_state.h"
 #include "interpose/lock_within.h"
 #include "interpose/nvtx_ranges.h"
 #include "interpose/python_frames.h"
@@ -28,102 +23,17 @@
 #include "rules/predict.h"
 
 namespace asynccheck::capture {
-namespace {
-
-using rules::ApiKind;
-using rules::CopyDirection;
-using rules::MemoryKind;
-
-// One per application thread that made a watched call. Registered once, never freed: the calls of a thread that
-// has exited are still reported.
-struct ThreadLog {
-  std::mutex mu;  // taken by its own thread on each append (uncontended) and by finish()
-  std::vector<ApiCall> calls;
-  uint32_t thread = 0;
-  // Watched calls this thread has entered and not yet left, for finish(): a call in flight when another thread
-  // ends the process is missing from the report. Written only by its own thread (a store, no read-modify-write).
-  std::atomic<uint32_t> open{0};
-  // When the outermost call in flight on this thread started (0: none), for the compaction's horizon: a call
-  // still open may need GPU work and calls around its start. Cleared only after the call is in `calls`.
-  std::atomic<uint64_t> open_since{0};
-  // Calls in `calls` (a relaxed copy of its size), so that the compaction thread sees when enough have piled up
-  // to start a round without taking the lock.
-  std::atomic<size_t> pending{0};
-  // Calls counted instead of appended because `calls` held its share of Global::thread_backlog (the analysis fell
-  // behind the program: feed.h, at_thread); `lost` of them were not ordinary (AtThread::Lose). Guarded by mu.
-  uint64_t shed = 0;
-  uint64_t lost = 0;
-  // The buffer `calls` was before the last round took it, emptied, for the next round to swap in. A buffer the
-  // thread fills afresh each round costs it a page fault every 28 calls (~35 faults per 1000 calls in
-  // bench/api_calls on the H200); this one's pages stay mapped. Only the compaction thread touches it (the swap
-  // into `calls` is under mu).
-  std::vector<ApiCall> spare;
-};
-
-struct Global {
-  std::atomic<bool> active{false};
-  std::atomic<bool> finished{false};
-  void (*on_first_call)() = nullptr;
-  std::once_flag first_call;
-  uint64_t threshold_ns = 100'000;
-  AnalysisOptions analysis;  // what the calls are judged with
-  std::mutex mu;             // guards the fields below; taken once per thread and for marks (rare)
-  std::vector<ThreadLog*> threads;
-  std::vector<Mark> marks;
-  HostRanges ranges;
-  BlockingStreams streams;
-  std::atomic<uint64_t> stacks_walked{0};   // for the `stats` option
-  std::atomic<uint64_t> forced_flushes{0};  // likewise: rounds that flushed CUPTI by force (flush_period)
-  // Compaction (bounded memory, analysis/feed.h): a thread of ours moves what the application threads
-  // captured into the compactor each round, which compacts it a chunk at a time, so that each compaction (and the
-  // wait of finish() for one) stays short however much piled up. Off when every event must be kept (trace).
-  bool compact = false;
-  rules::Environment env;
-  size_t round_calls = 16 * 1024;  // compact_round: a round starts when the threads hold this many calls
-  size_t max_backlog = 0;          // compact_backlog (0 = no limit)
-  // flush_period (0: a forced flush every round) and when the last forced flush was (CUPTI timebase): every record
-  // of work finished before it has been taken; between forced flushes the records horizon follows the records that
-  // came (AnalysisFeed::records_before). Both the compaction thread's alone.
-  uint64_t flush_period_ns = 0;
-  uint64_t last_forced_ns = 0;
-  uint64_t records_ns = 0;  // the last round's records horizon: a flush is forced when it lags flush_period
-  // Threads that outrun the compaction thread stay bounded too: a thread whose buffer holds its share of
-  // compact_backlog (half of it over the threads, at least a round) counts its sheddable calls instead of keeping
-  // them. 0 = no limit (compaction off, or compact_backlog=0).
-  size_t thread_backlog = 0;
-  std::atomic<size_t> thread_count{0};
-  std::mutex central_mu;               // the compaction thread vs finish(); guards `feed`
-  std::unique_ptr<AnalysisFeed> feed;  // made by start() when the analysis streams
-  std::mutex stop_mu;
-  std::condition_variable stop_cv;
-  bool stop = false;     // guarded by stop_mu
-  bool stopped = false;  // the compaction thread has left its loop; guarded by stop_mu
-};
-
-// A round starts when the threads hold Global::round_calls calls (compact_round, 16k by default), or
-// kRoundInterval after the last one, whichever comes first (checked every kPoll). Each compaction moves at most
-// kChunkCalls calls into the compacted log. These bound what waits in buffers (the threads' logs, the backlog: ~150
-// bytes a call) and a chunk's temporaries (a few hundred bytes per call of the chunk and of what the margin keeps),
-// hence the memory added, and a chunk's duration (tens of ms), hence how long finish() waits. Halving them from 32k
-// took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200. The interval only matters to programs that
-// make fewer calls (a launch-bound PyTorch loop: ~35k a second, a round by count every half second): each round
-// starts with a flush of CUPTI's buffers, which the program's thread pays for (measured with a forced flush every
-// round, as before flush_period: rounds every 100 ms +38% against the floor's +23% on that loop, every second +33%;
-// 5 interleaved rounds each, H200; noisy).
-constexpr auto kPoll = std::chrono::milliseconds(10);
-constexpr auto kRoundInterval = std::chrono::seconds(1);
-constexpr size_t kChunkCalls = 16 * 1024;
-// Shorter than streaming.h's default (50 ms): at a launch-bound loop's ~0.4M calls a second, what the margin keeps
-// is analyzed again in every chunk. It covers the skew between GPU and CPU timestamps. Records of work no watched
-// call enqueued may come later than that (ordinary flushes delivered records up to 278 ms late), and the records
-// horizon cannot wait for them (AnalysisFeed::records_before says what that costs); the `stats` option counts records
-// that came a round late and how long before the flush that missed them they ended.
-constexpr uint64_t kMarginNs = 10'000'000;
 
 Global& global() {
   static Global* g = new Global;  // never destroyed: CUPTI may call back while the process exits
   return *g;
 }
+
+namespace {
+
+using rules::ApiKind;
+using rules::CopyDirection;
+using rules::MemoryKind;
 
 thread_local ThreadLog* t_log = nullptr;
 thread_local int t_runtime_depth = 0;  // > 0 while inside a watched runtime call
@@ -207,7 +117,7 @@ void on_enter(const cupti::ApiSpec& spec, const void*, uint64_t* slot, uint32_t 
     ++t_runtime_depth;
     t_nested_driver_corr = 0;
   }
-  // Registered first: a call of a new thread must bound the compaction's horizon from its first timestamp on.
+  // Registered first: a call of a new thread must bound the analysis' horizon from its first timestamp on.
   ThreadLog& log = thread_log();
   *slot = cupti::timestamp();
   if (t_open == 0) log.open_since.store(*slot, std::memory_order_relaxed);
@@ -295,183 +205,11 @@ void on_mark(MarkKind kind) {
   g.marks.push_back(m);
 }
 
-// What a round may compact up to: the older of the two.
-struct Horizons {
-  uint64_t calls;    // now, or the start of the oldest call still in flight on any thread (it is in no buffer yet,
-                     // and the calls and GPU work around its start may matter to it)
-  uint64_t records;  // every record of work finished before it has been taken: the oldest call still waiting for
-                     // its work's record, at least the last forced flush (AnalysisFeed::records_before)
-};
-
-// Moves what every thread captured, and the GPU work decoded so far, into the backlog.
-Horizons take_from_threads(Global& g) {
-  const uint64_t now = cupti::timestamp();
-  size_t backlog = 0;
-  if (g.flush_period_ns != 0) {
-    std::lock_guard lock(g.central_mu);
-    backlog = g.feed->backlog_size();
-  }
-  const bool forced = force_flush(now, g.records_ns, g.flush_period_ns, backlog, g.max_backlog);
-  const auto t0 = std::chrono::steady_clock::now();
-  cupti::flush_activity(forced);
-  if (forced) {
-    g.last_forced_ns = now;
-    g.forced_flushes.fetch_add(1, std::memory_order_relaxed);
-  }
-  std::vector<GpuOp> ops = cupti::take_ops();
-  const auto t1 = std::chrono::steady_clock::now();
-  std::vector<ThreadLog*> threads;
-  std::vector<Mark> marks;  // all of them, every round: module loads and context creations explain host time
-  {
-    std::lock_guard lock(g.mu);
-    threads = g.threads;
-    marks = g.marks;
-  }
-  uint64_t horizon = now;
-  std::vector<ApiCall> calls;
-  uint64_t shed = 0, lost = 0;
-  for (ThreadLog* t : threads) {
-    // The thread waits on its lock while we hold it: only swap buffers here (an allocation only the first time,
-    // so that the thread does not reallocate as it appends); the copy happens outside. A thread stopped while
-    // holding its lock (a signal) is skipped, and stays open.
-    std::vector<ApiCall> taken;
-    const size_t expected = t->pending.load(std::memory_order_relaxed);
-    if (t->spare.capacity() == 0) t->spare.reserve(std::max<size_t>(4096, std::min(expected, g.round_calls)));
-    if (!lock_within(t->mu, std::chrono::milliseconds(50))) {
-      horizon = 0;
-      continue;
-    }
-    {
-      std::lock_guard lock(t->mu, std::adopt_lock);
-      taken.swap(t->calls);
-      t->calls.swap(t->spare);
-      shed += std::exchange(t->shed, 0);
-      lost += std::exchange(t->lost, 0);
-      t->pending.store(0, std::memory_order_relaxed);
-      // Read under the lock: a call open now is not in `taken` and bounds the horizon; a call that starts after
-      // this read starts after `now`.
-      const uint64_t since = t->open_since.load(std::memory_order_acquire);
-      if (since != 0 && since < horizon) horizon = since;
-    }
-    // A copy, not a move, even for one thread: the buffer goes back (a round's copy is a few MB on our thread).
-    calls.insert(calls.end(), taken.begin(), taken.end());
-    // Back as the next round's buffer, unless it is larger than two rounds (a burst while the analysis was behind)
-    // or was mostly empty (a thread that makes few calls, or none any more, e.g. one that exited): then freed, and
-    // the next round allocates what that round needs.
-    const bool keep = taken.capacity() <= 2 * g.round_calls && taken.size() * 4 >= taken.capacity();
-    taken.clear();
-    if (keep && t->spare.capacity() < taken.capacity()) t->spare.swap(taken);
-  }
-  const auto t2 = std::chrono::steady_clock::now();
-  std::lock_guard lock(g.central_mu);
-  FeedStats& st = g.feed->stats();
-  st.flush_ns += static_cast<uint64_t>(std::chrono::nanoseconds(t1 - t0).count());
-  st.take_ns += static_cast<uint64_t>(std::chrono::nanoseconds(t2 - t1).count());
-  g.feed->add(std::move(calls), std::move(ops), std::move(marks), g.last_forced_ns, horizon);
-  g.feed->count_shed(shed, lost);
-  g.records_ns = g.feed->records_before(now, g.last_forced_ns);
-  return {horizon, g.records_ns};
-}
-
-size_t pending_calls(Global& g) {
-  size_t n = 0;
-  std::lock_guard lock(g.mu);
-  for (ThreadLog* t : g.threads) n += t->pending.load(std::memory_order_relaxed);
-  return n;
-}
-
-void compaction_loop() {
-  Global& g = global();
-  auto last = std::chrono::steady_clock::now();
-  auto last_trim = last;
-  bool behind = false;       // the last round stopped because the threads got a round ahead: take again at once
-  bool fell_behind = false;  // the backlog grew past two rounds since the last malloc_trim
-  // With flush_period the backlog holds what came since the records horizon (at worst since the last forced flush):
-  // behind only past the size that forces one.
-  const size_t behind_at = asynccheck::behind_at(g.flush_period_ns, g.round_calls, g.max_backlog);
-  std::unique_lock lock(g.stop_mu);
-  while (!g.stop) {
-    if (!behind && g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop; })) break;
-    lock.unlock();
-    const auto now = std::chrono::steady_clock::now();
-    behind = false;
-    if (now - last >= kRoundInterval || pending_calls(g) >= g.round_calls) {
-      last = now;
-      const Horizons h = take_from_threads(g);
-      const uint64_t horizon = std::min(h.calls, h.records);
-      bool drained = false;
-      // Chunk by chunk, looking for stop() in between: finish() waits for one chunk at most.
-      for (bool first = true;; first = false) {
-        {
-          std::lock_guard sl(g.stop_mu);
-          if (g.stop) break;
-        }
-        // The threads got a round ahead: after at least one chunk, take their calls first, so that their buffers
-        // stay small (the backlog has a limit, compact_backlog, and sheds past it).
-        if (!first && pending_calls(g) >= g.round_calls) {
-          behind = true;
-          break;
-        }
-        std::lock_guard cl(g.central_mu);
-        if (first && g.feed->backlog_size() > behind_at) fell_behind = true;
-        if (!g.feed->has_backlog()) {
-          drained = true;
-          break;
-        }
-        // With flush_period, what started after the horizon waits in the backlog, rather than in the compacted
-        // log where every chunk would analyze it again until the records it waits for come; drained as far as it
-        // can be.
-        // Not past behind_at: a horizon held back by a call in flight (or a thread we could not lock) must not
-        // make the backlog shed, so the chunks go on into the compacted log, as without a period.
-        if (g.flush_period_ns != 0 && g.feed->backlog_front_ns() >= horizon && g.feed->backlog_size() <= behind_at) {
-          drained = true;
-          break;
-        }
-        g.feed->compact_chunk(horizon);
-      }
-      // After a flood, the chunks' temporaries leave holes in the heap that glibc keeps: give them back, at most
-      // once a second. Not in a program the compaction keeps up with (its heap stays the same size: RSS at 10M
-      // calls measured the same with and without trimming), because malloc_trim locks every arena in turn, the
-      // program's own included: a Python thread that allocates waits for it to walk a heap of gigabytes.
-      if (fell_behind && now - last_trim >= std::chrono::seconds(1)) {
-        malloc_trim(0);
-        last_trim = now;
-        fell_behind = !drained;
-      }
-    }
-    lock.lock();
-  }
-  g.stopped = true;
-  g.stop_cv.notify_all();
-}
-
-// Stops the compaction thread, waiting for a round in progress at most `deadline`. False if it did not stop (it
-// may be stuck behind a thread that a signal stopped inside CUDA): `central` must then not be read.
-bool stop_compaction(std::chrono::milliseconds deadline) {
-  Global& g = global();
-  if (!g.compact) return true;
-  std::unique_lock lock(g.stop_mu);
-  g.stop = true;
-  g.stop_cv.notify_all();
-  return g.stop_cv.wait_for(lock, deadline, [&] { return g.stopped; });
-}
-
 }  // namespace
-
-Stats stats() {
-  Global& g = global();
-  if (!lock_within(g.central_mu)) return {};
-  std::lock_guard lock(g.central_mu, std::adopt_lock);
-  return g.feed ? g.feed->stats() : Stats{};
-}
-
-uint64_t stacks_walked() { return global().stacks_walked.load(std::memory_order_relaxed); }
-
-uint64_t forced_flushes() { return global().forced_flushes.load(std::memory_order_relaxed); }
 
 bool start(const Options& options, std::string& error, std::string& warning) {
   Global& g = global();
-  g.compact = options.streaming;
+  g.streaming = options.streaming;
   g.env = options.env;
   g.round_calls = options.round_calls;
   g.max_backlog = options.max_backlog;
@@ -489,7 +227,7 @@ bool start(const Options& options, std::string& error, std::string& warning) {
   }
   g.active.store(true, std::memory_order_release);
   g.analysis = options.analysis;
-  if (g.compact) {
+  if (g.streaming) {
     StreamingOptions streaming;
     streaming.analysis = options.analysis;
     streaming.margin_ns = kMarginNs;
@@ -498,12 +236,7 @@ bool start(const Options& options, std::string& error, std::string& warning) {
       g.feed = std::make_unique<AnalysisFeed>(streaming, g.env, kChunkCalls, g.max_backlog);
       g.feed->set_sink(options.sink);
     }
-    // With every signal blocked: the program's signals must reach its own threads, not ours.
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    std::thread(compaction_loop).detach();  // detached: finish() waits for it with a deadline, never joins
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    start_analysis_thread();
   }
   return true;
 }
@@ -518,13 +251,13 @@ StreamingAnalysis::Result finish() {
   if (g.finished.exchange(true)) return r;  // callable once
   g.active.store(false, std::memory_order_release);
   bool complete = true;
-  // The analysis the compaction thread fed so far goes on with the rest; if it cannot be stopped in time, its part
+  // The analysis the analysis thread fed so far goes on with the rest; if it cannot be stopped in time, its part
   // is left out.
-  AnalysisFeed* compactor = nullptr;  // stays in g: stats() reads it after the report
-  if (stop_compaction(std::chrono::milliseconds(2000)) && lock_within(g.central_mu)) {
+  AnalysisFeed* feed = nullptr;  // stays in g: stats() reads it after the report
+  if (stop_analysis_thread(std::chrono::milliseconds(2000)) && lock_within(g.central_mu)) {
     std::lock_guard lock(g.central_mu, std::adopt_lock);
-    compactor = g.feed.get();
-  } else if (g.compact) {
+    feed = g.feed.get();
+  } else if (g.streaming) {
     complete = false;
   }
   cupti::stop_callbacks();
@@ -549,12 +282,12 @@ StreamingAnalysis::Result finish() {
     }
     std::lock_guard tl(t->mu, std::adopt_lock);
     calls.insert(calls.end(), t->calls.begin(), t->calls.end());
-    if (compactor) compactor->count_shed(t->shed, t->lost);
-    shed += compactor ? 0 : t->shed;
+    if (feed) feed->count_shed(t->shed, t->lost);
+    shed += feed ? 0 : t->shed;
     if (t->lost != 0) complete = false;
   }
-  if (compactor) {
-    r = compactor->finish(std::move(calls), std::move(ops), std::move(marks));
+  if (feed) {
+    r = feed->finish(std::move(calls), std::move(ops), std::move(marks));
     complete = complete && r.log.run.complete;
   } else {
     // Every event kept (a trace or a recording asks for them): the same analysis, in one step.

@@ -1,0 +1,205 @@
+// The analysis thread: each round it takes what the program's threads captured and the GPU work CUPTI delivered,
+// feeds the streaming analysis (analysis/feed.h) and advances it a chunk at a time. It decides when a round starts,
+// when CUPTI is flushed by force, and when to take the threads' buffers again rather than analyze on.
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cupti/activity.h"
+#include "cupti/subscriber.h"
+#include "interpose/capture.h"
+#include "interpose/capture_state.h"
+#include "interpose/lock_within.h"
+
+namespace asynccheck::capture {
+namespace {
+
+// How far a round may analyze: the older of the two.
+struct Horizons {
+  uint64_t calls;    // now, or the start of the oldest call still in flight on any thread (it is in no buffer yet,
+                     // and the calls and GPU work around its start may matter to it)
+  uint64_t records;  // every record of work finished before it has been taken: the oldest call still waiting for
+                     // its work's record, at least the last forced flush (AnalysisFeed::records_before)
+};
+
+// Moves what every thread captured, and the GPU work decoded so far, into the backlog.
+Horizons take_from_threads(Global& g) {
+  const uint64_t now = cupti::timestamp();
+  size_t backlog = 0;
+  if (g.flush_period_ns != 0) {
+    std::lock_guard lock(g.central_mu);
+    backlog = g.feed->backlog_size();
+  }
+  const bool forced = force_flush(now, g.records_ns, g.flush_period_ns, backlog, g.max_backlog);
+  const auto t0 = std::chrono::steady_clock::now();
+  cupti::flush_activity(forced);
+  if (forced) {
+    g.last_forced_ns = now;
+    g.forced_flushes.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::vector<GpuOp> ops = cupti::take_ops();
+  const auto t1 = std::chrono::steady_clock::now();
+  std::vector<ThreadLog*> threads;
+  std::vector<Mark> marks;  // all of them, every round: module loads and context creations explain host time
+  {
+    std::lock_guard lock(g.mu);
+    threads = g.threads;
+    marks = g.marks;
+  }
+  uint64_t horizon = now;
+  std::vector<ApiCall> calls;
+  uint64_t shed = 0, lost = 0;
+  for (ThreadLog* t : threads) {
+    // The thread waits on its lock while we hold it: only swap buffers here (an allocation only the first time,
+    // so that the thread does not reallocate as it appends); the copy happens outside. A thread stopped while
+    // holding its lock (a signal) is skipped, and stays open.
+    std::vector<ApiCall> taken;
+    const size_t expected = t->pending.load(std::memory_order_relaxed);
+    if (t->spare.capacity() == 0) t->spare.reserve(std::max<size_t>(4096, std::min(expected, g.round_calls)));
+    if (!lock_within(t->mu, std::chrono::milliseconds(50))) {
+      horizon = 0;
+      continue;
+    }
+    {
+      std::lock_guard lock(t->mu, std::adopt_lock);
+      taken.swap(t->calls);
+      t->calls.swap(t->spare);
+      shed += std::exchange(t->shed, 0);
+      lost += std::exchange(t->lost, 0);
+      t->pending.store(0, std::memory_order_relaxed);
+      // Read under the lock: a call open now is not in `taken` and bounds the horizon; a call that starts after
+      // this read starts after `now`.
+      const uint64_t since = t->open_since.load(std::memory_order_acquire);
+      if (since != 0 && since < horizon) horizon = since;
+    }
+    // A copy, not a move, even for one thread: the buffer goes back (a round's copy is a few MB on our thread).
+    calls.insert(calls.end(), taken.begin(), taken.end());
+    // Back as the next round's buffer, unless it is larger than two rounds (a burst while the analysis was behind)
+    // or was mostly empty (a thread that makes few calls, or none any more, e.g. one that exited): then freed, and
+    // the next round allocates what that round needs.
+    const bool keep = taken.capacity() <= 2 * g.round_calls && taken.size() * 4 >= taken.capacity();
+    taken.clear();
+    if (keep && t->spare.capacity() < taken.capacity()) t->spare.swap(taken);
+  }
+  const auto t2 = std::chrono::steady_clock::now();
+  std::lock_guard lock(g.central_mu);
+  FeedStats& st = g.feed->stats();
+  st.flush_ns += static_cast<uint64_t>(std::chrono::nanoseconds(t1 - t0).count());
+  st.take_ns += static_cast<uint64_t>(std::chrono::nanoseconds(t2 - t1).count());
+  g.feed->add(std::move(calls), std::move(ops), std::move(marks), g.last_forced_ns, horizon);
+  g.feed->count_shed(shed, lost);
+  g.records_ns = g.feed->records_before(now, g.last_forced_ns);
+  return {horizon, g.records_ns};
+}
+
+size_t pending_calls(Global& g) {
+  size_t n = 0;
+  std::lock_guard lock(g.mu);
+  for (ThreadLog* t : g.threads) n += t->pending.load(std::memory_order_relaxed);
+  return n;
+}
+
+void analysis_loop() {
+  Global& g = global();
+  auto last = std::chrono::steady_clock::now();
+  auto last_trim = last;
+  bool behind = false;       // the last round stopped because the threads got a round ahead: take again at once
+  bool fell_behind = false;  // the backlog grew past two rounds since the last malloc_trim
+  // With flush_period the backlog holds what came since the records horizon (at worst since the last forced flush):
+  // behind only past the size that forces one.
+  const size_t behind_at = asynccheck::behind_at(g.flush_period_ns, g.round_calls, g.max_backlog);
+  std::unique_lock lock(g.stop_mu);
+  while (!g.stop) {
+    if (!behind && g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop; })) break;
+    lock.unlock();
+    const auto now = std::chrono::steady_clock::now();
+    behind = false;
+    if (now - last >= kRoundInterval || pending_calls(g) >= g.round_calls) {
+      last = now;
+      const Horizons h = take_from_threads(g);
+      const uint64_t horizon = std::min(h.calls, h.records);
+      bool drained = false;
+      // Chunk by chunk, looking for stop() in between: finish() waits for one chunk at most.
+      for (bool first = true;; first = false) {
+        {
+          std::lock_guard sl(g.stop_mu);
+          if (g.stop) break;
+        }
+        // The threads got a round ahead: after at least one chunk, take their calls first, so that their buffers
+        // stay small (the backlog has a limit, compact_backlog, and sheds past it).
+        if (!first && pending_calls(g) >= g.round_calls) {
+          behind = true;
+          break;
+        }
+        std::lock_guard cl(g.central_mu);
+        if (first && g.feed->backlog_size() > behind_at) fell_behind = true;
+        if (!g.feed->has_backlog()) {
+          drained = true;
+          break;
+        }
+        // With flush_period, what started after the horizon waits in the backlog, rather than in the analysis'
+        // window where every chunk would judge it again until the records it waits for come; drained as far as it
+        // can be.
+        // Not past behind_at: a horizon held back by a call in flight (or a thread we could not lock) must not
+        // make the backlog shed, so the chunks go on into the analysis, as without a period.
+        if (g.flush_period_ns != 0 && g.feed->backlog_front_ns() >= horizon && g.feed->backlog_size() <= behind_at) {
+          drained = true;
+          break;
+        }
+        g.feed->compact_chunk(horizon);
+      }
+      // After a flood, the chunks' temporaries leave holes in the heap that glibc keeps: give them back, at most
+      // once a second. Not in a program the analysis keeps up with (its heap stays the same size: RSS at 10M
+      // calls measured the same with and without trimming), because malloc_trim locks every arena in turn, the
+      // program's own included: a Python thread that allocates waits for it to walk a heap of gigabytes.
+      if (fell_behind && now - last_trim >= std::chrono::seconds(1)) {
+        malloc_trim(0);
+        last_trim = now;
+        fell_behind = !drained;
+      }
+    }
+    lock.lock();
+  }
+  g.stopped = true;
+  g.stop_cv.notify_all();
+}
+
+}  // namespace
+
+// With every signal blocked: the program's signals must reach its own threads, not ours.
+void start_analysis_thread() {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  std::thread(analysis_loop).detach();  // detached: finish() waits for it with a deadline, never joins
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+bool stop_analysis_thread(std::chrono::milliseconds deadline) {
+  Global& g = global();
+  if (!g.streaming) return true;
+  std::unique_lock lock(g.stop_mu);
+  g.stop = true;
+  g.stop_cv.notify_all();
+  return g.stop_cv.wait_for(lock, deadline, [&] { return g.stopped; });
+}
+
+Stats stats() {
+  Global& g = global();
+  if (!lock_within(g.central_mu)) return {};
+  std::lock_guard lock(g.central_mu, std::adopt_lock);
+  return g.feed ? g.feed->stats() : Stats{};
+}
+
+uint64_t stacks_walked() { return global().stacks_walked.load(std::memory_order_relaxed); }
+
+uint64_t forced_flushes() { return global().forced_flushes.load(std::memory_order_relaxed); }
+
+}  // namespace asynccheck::capture

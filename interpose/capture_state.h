@@ -1,0 +1,117 @@
+// What the capture's two sides share: the program's threads append their calls to their ThreadLog (capture.cpp,
+// in CUPTI's callbacks); the analysis thread takes them each round and feeds the streaming analysis
+// (analysis_thread.cpp). Internal to the capture.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "analysis/analyze.h"
+#include "analysis/events.h"
+#include "analysis/feed.h"
+#include "interpose/blocking_streams.h"
+#include "interpose/host_ranges.h"
+
+namespace asynccheck::capture {
+
+// One per application thread that made a watched call. Registered once, never freed: the calls of a thread that
+// has exited are still reported.
+struct ThreadLog {
+  std::mutex mu;  // taken by its own thread on each append (uncontended) and by finish()
+  std::vector<ApiCall> calls;
+  uint32_t thread = 0;
+  // Watched calls this thread has entered and not yet left, for finish(): a call in flight when another thread
+  // ends the process is missing from the report. Written only by its own thread (a store, no read-modify-write).
+  std::atomic<uint32_t> open{0};
+  // When the outermost call in flight on this thread started (0: none), for the analysis' horizon: a call
+  // still open may need GPU work and calls around its start. Cleared only after the call is in `calls`.
+  std::atomic<uint64_t> open_since{0};
+  // Calls in `calls` (a relaxed copy of its size), so that the analysis thread sees when enough have piled up
+  // to start a round without taking the lock.
+  std::atomic<size_t> pending{0};
+  // Calls counted instead of appended because `calls` held its share of Global::thread_backlog (the analysis fell
+  // behind the program: feed.h, at_thread); `lost` of them were not ordinary (AtThread::Lose). Guarded by mu.
+  uint64_t shed = 0;
+  uint64_t lost = 0;
+  // The buffer `calls` was before the last round took it, emptied, for the next round to swap in. A buffer the
+  // thread fills afresh each round costs it a page fault every 28 calls (~35 faults per 1000 calls in
+  // bench/api_calls on the H200); this one's pages stay mapped. Only the analysis thread touches it (the swap
+  // into `calls` is under mu).
+  std::vector<ApiCall> spare;
+};
+
+struct Global {
+  std::atomic<bool> active{false};
+  std::atomic<bool> finished{false};
+  void (*on_first_call)() = nullptr;
+  std::once_flag first_call;
+  uint64_t threshold_ns = 100'000;
+  AnalysisOptions analysis;  // what the calls are judged with
+  std::mutex mu;             // guards the fields below; taken once per thread and for marks (rare)
+  std::vector<ThreadLog*> threads;
+  std::vector<Mark> marks;
+  HostRanges ranges;
+  BlockingStreams streams;
+  std::atomic<uint64_t> stacks_walked{0};   // for the `stats` option
+  std::atomic<uint64_t> forced_flushes{0};  // likewise: rounds that flushed CUPTI by force (flush_period)
+  // The analysis streams (bounded memory, analysis/feed.h): the analysis thread moves what the application threads
+  // captured into the feed each round, which analyzes it a chunk at a time, so that each chunk (and the wait of
+  // finish() for one) stays short however much piled up. Off when every event must be kept (trace).
+  bool streaming = false;
+  rules::Environment env;
+  size_t round_calls = 16 * 1024;  // compact_round: a round starts when the threads hold this many calls
+  size_t max_backlog = 0;          // compact_backlog (0 = no limit)
+  // flush_period (0: a forced flush every round) and when the last forced flush was (CUPTI timebase): every record
+  // of work finished before it has been taken; between forced flushes the records horizon follows the records that
+  // came (AnalysisFeed::records_before). Both the analysis thread's alone.
+  uint64_t flush_period_ns = 0;
+  uint64_t last_forced_ns = 0;
+  uint64_t records_ns = 0;  // the last round's records horizon: a flush is forced when it lags flush_period
+  // Threads that outrun the analysis thread stay bounded too: a thread whose buffer holds its share of
+  // compact_backlog (half of it over the threads, at least a round) counts its sheddable calls instead of keeping
+  // them. 0 = no limit (not streaming, or compact_backlog=0).
+  size_t thread_backlog = 0;
+  std::atomic<size_t> thread_count{0};
+  std::mutex central_mu;               // the analysis thread vs finish(); guards `feed`
+  std::unique_ptr<AnalysisFeed> feed;  // made by start() when the analysis streams
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stop = false;     // guarded by stop_mu
+  bool stopped = false;  // the analysis thread has left its loop; guarded by stop_mu
+};
+
+// A round starts when the threads hold Global::round_calls calls (compact_round, 16k by default), or
+// kRoundInterval after the last one, whichever comes first (checked every kPoll). Each chunk moves at most
+// kChunkCalls calls into the analysis. These bound what waits in buffers (the threads' logs, the backlog: ~150
+// bytes a call) and a chunk's temporaries (a few hundred bytes per call of the chunk and of what the margin keeps),
+// hence the memory added, and a chunk's duration (tens of ms), hence how long finish() waits. Halving them from 32k
+// took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200. The interval only matters to programs that
+// make fewer calls (a launch-bound PyTorch loop: ~35k a second, a round by count every half second): each round
+// starts with a flush of CUPTI's buffers, which the program's thread pays for (measured with a forced flush every
+// round, as before flush_period: rounds every 100 ms +38% against the floor's +23% on that loop, every second +33%;
+// 5 interleaved rounds each, H200; noisy).
+constexpr auto kPoll = std::chrono::milliseconds(10);
+constexpr auto kRoundInterval = std::chrono::seconds(1);
+constexpr size_t kChunkCalls = 16 * 1024;
+// Shorter than streaming.h's default (50 ms): at a launch-bound loop's ~0.4M calls a second, what the margin keeps
+// is analyzed again in every chunk. It covers the skew between GPU and CPU timestamps. Records of work no watched
+// call enqueued may come later than that (ordinary flushes delivered records up to 278 ms late), and the records
+// horizon cannot wait for them (AnalysisFeed::records_before says what that costs); the `stats` option counts records
+// that came a round late and how long before the flush that missed them they ended.
+constexpr uint64_t kMarginNs = 10'000'000;
+
+Global& global();
+
+// The analysis thread (analysis_thread.cpp). Started by start() when the analysis streams, with every signal
+// blocked; stopped by finish(), which waits for a round in progress at most `deadline`. False if it did not stop
+// (it may be stuck behind a thread that a signal stopped inside CUDA): the feed must then not be read.
+void start_analysis_thread();
+bool stop_analysis_thread(std::chrono::milliseconds deadline);
+
+}  // namespace asynccheck::capture

@@ -4,6 +4,7 @@
 // under test. Without the option the program's own exit code is kept, as always.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -18,6 +19,19 @@ namespace {
 
 const std::string kRequiredLine =
     "asynccheck: ERROR: monitoring was off and require_monitoring is set: exit code 4 (nothing was checked)";
+
+// A program's output without its timing lines ("Elapsed: ..."), which differ from run to run.
+std::string untimed(const std::string& out) {
+  std::string kept;
+  size_t at = 0;
+  while (at < out.size()) {
+    const size_t end = std::min(out.find('\n', at), out.size());
+    const std::string line = out.substr(at, end - at);
+    if (!line.starts_with("Elapsed: ")) kept += line + "\n";
+    at = end + 1;
+  }
+  return kept;
+}
 
 // Skips where a GPU is there: monitoring would start.
 bool monitoring_starts() { return fs::exists("/proc/driver/nvidia/version") || fs::exists("/dev/dxg"); }
@@ -35,6 +49,28 @@ TEST_F(Cli, RequireMonitoringFailsTheCommandWhenMonitoringIsOff) {
     EXPECT_NE(r.err.find("asynccheck: monitoring was off: "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(kRequiredLine), std::string::npos) << r.err;
   }
+}
+
+// The case CI meets: a CUDA program on a runner without a usable GPU. It runs as it would without asynccheck (here
+// its CUDA calls fail, and it exits with its own code), and the command says the check did not happen.
+TEST_F(Cli, RequireMonitoringWithACudaProgram) {
+#ifndef ASYNCCHECK_CUDA_SAMPLE
+  GTEST_SKIP() << "the CUDA samples are not built";
+#else
+  if (monitoring_starts()) GTEST_SKIP() << "a GPU is here: monitoring starts";
+  const std::vector<std::string> sample = {ASYNCCHECK_CUDA_SAMPLE, "pageable", "1024"};
+  const Result bare = run(sample);
+  std::vector<std::string> args = {"--"};
+  args.insert(args.end(), sample.begin(), sample.end());
+  Result r = asynccheck(args);
+  EXPECT_EQ(r.status, bare.status) << r.err;
+  EXPECT_EQ(untimed(r.out), untimed(bare.out));
+  args.insert(args.begin(), "--require-monitoring");
+  r = asynccheck(args);
+  EXPECT_EQ(r.code(), 4) << r.err;
+  EXPECT_EQ(untimed(r.out), untimed(bare.out));
+  EXPECT_NE(r.err.find(kRequiredLine), std::string::npos) << r.err;
+#endif
 }
 
 TEST_F(Cli, SarifOfARunWithoutMonitoringIsNotSuccessful) {

@@ -295,12 +295,24 @@ std::string format_duration_option(uint64_t ns) {
 
 namespace {
 
-// Standard output holds one thing: at most one report, and then not the summary too.
+// Standard output holds one thing: at most one report (a baseline counts), and then not the summary too. A
+// recording is written as the run goes, beside the program's own output: never there.
 bool reports_to_stdout_valid(const Options& o, const OutputFiles& out, std::string& error) {
+  if (o.save == kStdout) {
+    error =
+        "option 'save': '-' (standard output) cannot hold a recording, written as the program runs beside its own "
+        "output (valid: a file)";
+    return false;
+  }
+  if (o.log_file == kStdout) {
+    error = "option 'log_file': '-' is not a stream name here (valid: stdout, stderr, or a file)";
+    return false;
+  }
   std::string first;
   for (const auto& [name, path] : {std::pair<std::string_view, const std::string&>{"json", out.json},
                                    {"sarif", out.sarif},
-                                   {"trace", out.trace}}) {
+                                   {"trace", out.trace},
+                                   {"save_baseline", o.save_baseline}}) {
     if (path != kStdout) continue;
     if (!first.empty()) {
       error = "the " + first + " and " + std::string(name) +

@@ -55,7 +55,7 @@ bool check_options(const Options& opts, std::string& error);
 // (asynccheck merge --help).
 std::string options_help(const std::vector<std::string_view>& only = {});
 
-// A report path that means standard output (--json=-).
+// A report path that means standard output (--json=-; also sarif, trace, output with one format, save_baseline).
 inline constexpr std::string_view kStdout = "-";
 
 // The files a run writes, from --format/--output and the per-format options (paths not yet expanded). With one
@@ -65,7 +65,8 @@ struct OutputFiles {
   std::string json, sarif, trace;
 };
 // False with `error` for an unknown format, a format without --output, one format given two paths, '-' for
-// several reports, or a report and the summary (log_file=stdout) both on standard output.
+// several reports, two reports or a report and the summary (log_file=stdout) on standard output, or '-' for save
+// (a recording written as the run goes) or log_file (whose stream names are stdout and stderr).
 bool output_files(const Options& opts, OutputFiles& out, std::string& error);
 
 // Parses a duration: a whole number with ns, us, ms or s, or no unit (us).

@@ -226,7 +226,7 @@ bool prepare_report(const Options& options, int pid, const Rank& rank, ReportInp
   }
   std::vector<std::pair<std::string, std::string>> expanded;  // (option, path) checked so far
   for (const auto& [name, path] : output_paths(options)) {
-    if (path == kStdout && (name == "json" || name == "sarif" || name == "trace")) continue;  // standard output
+    if (path == kStdout && name != "handoff") continue;  // standard output (options.h: only where it makes sense)
     const std::string file = expand_path(path, pid, rank.value);
     for (const auto& [other, other_file] : expanded) {
       if (other_file != file) continue;

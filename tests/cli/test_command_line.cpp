@@ -97,6 +97,10 @@ TEST_F(Cli, ReportsToStandardOutput) {
   r = asynccheck({"analyze", kRecording.string(), "--format=sarif", "--output=-"});
   EXPECT_EQ(r.code(), 0) << r.err;
   EXPECT_EQ(r.out, slurp(sarif));
+  r = asynccheck({"analyze", kRecording.string(), "--save-baseline=-"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("asynccheck-baseline 1\n")) << r.out;
+  EXPECT_FALSE(fs::exists("-"));
   r = asynccheck({"--json=-", "--", "/bin/sh", "-c", "echo out"});
   EXPECT_EQ(r.code(), 0) << r.err;
   EXPECT_TRUE(r.out.starts_with("out\n{\n  \"schema\": \"asynccheck-report\"")) << r.out.substr(0, 200);

@@ -186,6 +186,13 @@ TEST(Options, BadInputMessagesArePinned) {
       {"json=-:trace=-",
        "the json and trace reports are both given '-' (standard output), which holds one (valid: a file for the "
        "other)"},
+      {"save=-",
+       "option 'save': '-' (standard output) cannot hold a recording, written as the program runs beside its "
+       "own output (valid: a file)"},
+      {"log_file=-", "option 'log_file': '-' is not a stream name here (valid: stdout, stderr, or a file)"},
+      {"json=-:save_baseline=-",
+       "the json and save_baseline reports are both given '-' (standard output), which holds one (valid: a file for "
+       "the other)"},
       {"sarif=-:log_file=stdout",
        "the sarif report goes to standard output ('-'), and so does the summary (log_file=stdout); valid: the "
        "summary on stderr (the default) or in a file"},

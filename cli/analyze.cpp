@@ -1,7 +1,9 @@
 // asynccheck analyze RECORDING [options]: the report of a run saved with --save, anywhere, no GPU needed.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 
 #include "analysis/recording.h"
 #include "cli/cli.h"
@@ -9,6 +11,20 @@
 #include "report/report.h"
 
 namespace asynccheck::cli {
+namespace {
+
+constexpr std::string_view kUsage = "usage: asynccheck analyze RECORDING [options]";
+
+void print_analyze_help() {
+  std::cout << kUsage
+            << "\n  The report of a run saved with --save (asynccheck --save=run.rec -- ./app), on any machine,\n"
+               "  no GPU needed; options and the recording in any order. The options that describe the capture\n"
+               "  (buffers, compaction, signals) do not apply; a run analyzed as it went (the default) is analyzed\n"
+               "  again only at its own thresholds.\n\n"
+            << options_help();
+}
+
+}  // namespace
 
 bool read_log(const std::string& path, EventLog& log, std::string& error) {
   if (!report::check_input_file(path, "recording", kMaxRecordingBytes, error)) return false;
@@ -22,6 +38,33 @@ bool read_log(const std::string& path, EventLog& log, std::string& error) {
     return false;
   }
   return true;
+}
+
+int analyze_subcommand(std::vector<std::string>& args) {
+  Cli cli;
+  std::string error;
+  // Options and the recording in any order; after "--" only the recording.
+  const auto dashes = std::find(args.begin(), args.end(), "--");
+  std::vector<std::string> before(args.begin(), dashes), files;
+  size_t i = 0;
+  while (i < before.size()) {
+    if (before[i].rfind("--", 0) != 0 && before[i] != "-h") {
+      files.push_back(before[i++]);
+      continue;
+    }
+    if (!parse_cli(before, i, cli, error)) return usage_error(error);
+  }
+  if (cli.help) {
+    print_analyze_help();
+    return 0;
+  }
+  if (dashes != args.end()) files.insert(files.end(), dashes + 1, args.end());
+  if (!cli.read.empty()) files.insert(files.begin(), cli.read);
+  if (files.empty()) return usage_error("analyze needs a recording file (" + std::string(kUsage) + ")");
+  if (files.size() > 1)
+    return usage_error("unexpected argument '" + files[1] + "' after the recording (" + std::string(kUsage) + ")");
+  if (!check_options(cli.opts, error)) return usage_error(error);
+  return analyze_command(files[0], cli);
 }
 
 int analyze_command(const std::string& path, Cli& cli) {
@@ -59,8 +102,10 @@ int analyze_command(const std::string& path, Cli& cli) {
   rank.value = log.run.rank;
   rank.variable = log.run.rank_variable;
   if (!report::prepare_report(cli.opts, log.run.pid, rank, inputs, error)) return usage_error(error);
-  const int code = exit_code_for(report::emit(log, nullptr, cli.opts, inputs), cli);
-  return code >= 0 ? code : 0;
+  const report::Emitted emitted = report::emit(log, nullptr, cli.opts, inputs);
+  const int code = exit_code_for(emitted, cli);
+  if (code >= 0) return code;
+  return emitted.write_failed ? report::kWriteFailedExitCode : 0;
 }
 
 }  // namespace asynccheck::cli

@@ -1,5 +1,7 @@
 #include "cli/cli.h"
 
+#include "options/nearest.h"
+#include "report/exit_code.h"
 #include "report/report.h"
 
 #include <algorithm>
@@ -13,54 +15,80 @@ int usage_error(const std::string& msg) {
   return kUsageError;
 }
 
+std::string dashed(std::string_view name) {
+  std::string s(name);
+  std::replace(s.begin(), s.end(), '_', '-');
+  return s;
+}
+
 bool Cli::was_given(std::string_view name) const { return std::find(given.begin(), given.end(), name) != given.end(); }
+
+namespace {
+
+// The command's own option, besides the table's (options.def): --read (= analyze FILE). The table's help means the
+// command's help here.
+constexpr std::string_view kCommandOptions[] = {"read"};
+
+std::string unknown_option(const std::string& raw_name, const std::string& name) {
+  std::vector<std::string_view> names = option_names();
+  names.insert(names.end(), std::begin(kCommandOptions), std::end(kCommandOptions));
+  std::string valid;
+  for (std::string_view n : names) valid += (valid.empty() ? "" : ", ") + dashed(n);
+  const std::string_view near = nearest_name(name, names);
+  return "unknown option '--" + raw_name + "'" + (near.empty() ? "" : "; did you mean '--" + dashed(near) + "'?") +
+         " (valid: " + valid + ")";
+}
+
+}  // namespace
 
 bool parse_cli(std::vector<std::string>& args, size_t& i, Cli& cli, std::string& error) {
   for (; i < args.size(); ++i) {
-    std::string a = args[i];
+    const std::string& a = args[i];
     if (a == "--") {
       ++i;
       return true;
     }
+    if (a == "-h") {
+      cli.help = true;
+      continue;
+    }
     if (a.rfind("--", 0) != 0) return true;
-    a = a.substr(2);
-    std::string name = a, value;
-    size_t eq = a.find('=');
-    if (eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-    } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
-      value = args[++i];
-    } else {
-      error = "option '--" + name + "' needs a value";
+    const size_t eq = a.find('=');
+    const std::string raw_name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    std::string name = raw_name;
+    std::replace(name.begin(), name.end(), '-', '_');
+    const bool has_value = eq != std::string::npos;
+    std::string value = has_value ? a.substr(eq + 1) : "";
+    // Known before its value is looked for: a misspelt on/off option is unknown, not "needs a value".
+    const OptionKind kind = option_kind(name);
+    const bool own =
+        std::find(std::begin(kCommandOptions), std::end(kCommandOptions), name) != std::end(kCommandOptions);
+    if (kind == OptionKind::Unknown && !own) {
+      error = unknown_option(raw_name, name);
       return false;
     }
-    const std::string raw_name = name;
-    for (char& c : name)
-      if (c == '-') c = '_';
-    if (name == "error_exitcode") {
-      char* end = nullptr;
-      long v = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || *end || v < 0 || v > 255) {
-        error = "--error-exitcode: '" + value + "' is not an exit code (valid: 0 to 255)";
+    if (name == "help") {  // the command's help, whatever subcommand: printed instead of running anything
+      if (has_value && value != "1" && value != "true" && value != "yes") {
+        error = "option '--help' takes no value (got '" + value + "')";
         return false;
       }
-      cli.error_exitcode = static_cast<int>(v);
-    } else if (name == "fail_on") {
-      auto l = rules::parse_level(value);
-      if (!l || *l == rules::Level::None) {
-        error = "--fail-on: '" + value + "' is not a level (valid: note, warning, error)";
+      cli.help = true;
+      continue;
+    }
+    if (!has_value) {
+      if (kind == OptionKind::Flag) {
+        // On/off options are on when named; off only as --name=0, so that "--stats ./app" never takes ./app.
+        value = "1";
+      } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
+        value = args[++i];
+      } else {
+        error = "option '--" + raw_name + "' needs a value (--" + raw_name + "=VALUE)";
         return false;
       }
-      cli.fail_on = *l;
-    } else if (name == "read") {
+    }
+    if (name == "read") {
       cli.read = value;
     } else if (!set_option(name, value, cli.opts, error)) {
-      // The library's message names the option and what is valid; only the command's own options are added.
-      if (error.rfind("unknown option", 0) == 0) {
-        error = "unknown option '--" + raw_name + "' (valid: error-exitcode, fail-on, read, " +
-                error.substr(error.find("(valid: ") + 8);
-      }
       return false;
     }
     cli.given.push_back(name);
@@ -68,10 +96,6 @@ bool parse_cli(std::vector<std::string>& args, size_t& i, Cli& cli, std::string&
   return true;
 }
 
-int exit_code_for(const report::Emitted& e, const Cli& cli) {
-  if (cli.error_exitcode >= 0 && e.worst_new != rules::Level::None && e.worst_new >= cli.fail_on)
-    return cli.error_exitcode;
-  return -1;
-}
+int exit_code_for(const report::Emitted& e, const Cli& cli) { return report::requested_exit_code(cli.opts, e); }
 
 }  // namespace asynccheck::cli

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,13 @@ constexpr std::string_view kUsage = "usage: asynccheck merge [options] REPORT.js
 // The options that mean something for reports already made (the rest describe capture or events).
 constexpr std::string_view kMergeOptions[] = {
     "format",       "output",   "json",          "sarif",     "log_file",       "summary", "print_limit",
-    "suppressions", "baseline", "save_baseline", "overwrite", "error_exitcode", "fail_on"};
+    "suppressions", "baseline", "save_baseline", "overwrite", "error_exitcode", "fail_on", "require_monitoring"};
 
-std::string dashed(std::string_view name) {
-  std::string s(name);
-  std::replace(s.begin(), s.end(), '_', '-');
-  return s;
+void print_merge_help() {
+  std::cout << kUsage
+            << "\n  One report from the JSON reports of many processes (the ranks of an MPI job: docs/mpi.md);\n"
+               "  options and reports in any order, after \"--\" only reports. The options that apply:\n\n"
+            << options_help({std::begin(kMergeOptions), std::end(kMergeOptions)});
 }
 
 std::string valid_merge_options() {
@@ -40,12 +42,13 @@ bool parse_merge_args(std::vector<std::string>& args, Cli& cli, std::vector<std:
   std::vector<std::string> before(args.begin(), dashes);
   size_t i = 0;
   while (i < before.size()) {
-    if (before[i].rfind("--", 0) != 0) {
+    if (before[i].rfind("--", 0) != 0 && before[i] != "-h") {
       files.push_back(before[i++]);
       continue;
     }
     if (!parse_cli(before, i, cli, error)) return false;
   }
+  if (cli.help) return true;
   if (dashes != args.end()) files.insert(files.end(), dashes + 1, args.end());
   for (const std::string& name : cli.given) {
     if (std::find(std::begin(kMergeOptions), std::end(kMergeOptions), name) == std::end(kMergeOptions)) {
@@ -77,6 +80,10 @@ int merge_command(std::vector<std::string>& args) {
   std::vector<std::string> files;
   std::string error;
   if (!parse_merge_args(args, cli, files, error)) return usage_error(error);
+  if (cli.help) {
+    print_merge_help();
+    return 0;
+  }
   // The merged report belongs to no one process: %p is this command's pid, %r too (a merge has no rank).
   const int pid = static_cast<int>(getpid());
   report::ReportInputs inputs;
@@ -90,7 +97,7 @@ int merge_command(std::vector<std::string>& args) {
   const report::Emitted e = report::write_report(data, cli.opts, inputs, pid, -1);
   const int code = exit_code_for(e, cli);
   if (code >= 0) return code;
-  return e.write_failed ? 1 : 0;
+  return e.write_failed ? report::kWriteFailedExitCode : 0;
 }
 
 }  // namespace asynccheck::cli

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "cli/program.h"
 #include "cli/recordings.h"
 
 namespace fs = std::filesystem;
@@ -63,7 +64,12 @@ fs::path library_path(const char* argv0) {
 int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   size_t i = 1;
   std::string error;
-  if (!parse_cli(args, i, cli, error) || !check_options(cli.opts, error)) return usage_error(error);
+  if (!parse_cli(args, i, cli, error)) return usage_error(error);
+  if (cli.help) {
+    print_help();
+    return 0;
+  }
+  if (!check_options(cli.opts, error)) return usage_error(error);
   if (!cli.read.empty()) {
     if (i < args.size())
       return usage_error("--read analyzes a recording: no program may follow it (got '" + args[i] + "')");
@@ -80,6 +86,11 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
     return usage_error(error);
   const fs::path lib = library_path(argv0);
   if (lib.empty()) return usage_error("libasynccheck.so not found next to the asynccheck command or in ../lib");
+  // A program that cannot be started ends the command as it would end a shell's: same code, same words.
+  if (const std::optional<NotRunnable> no = check_program(args[i], getenv("PATH"))) {
+    std::cerr << "asynccheck: ERROR: " << report::printable(no->message) << "\n";
+    return no->code;
+  }
   char tmpl[] = "/tmp/asynccheck.XXXXXX";
   if (!mkdtemp(tmpl)) return usage_error(std::string("cannot create a temporary directory: ") + std::strerror(errno));
   const std::string dir = tmpl;
@@ -93,8 +104,9 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
     for (size_t k = i; k < args.size(); ++k) argv.push_back(args[k].data());
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
-    std::cerr << "asynccheck: ERROR: cannot run '" << args[i] << "': " << std::strerror(errno) << "\n";
-    _exit(127);
+    const int err = errno;
+    std::cerr << "asynccheck: ERROR: cannot run '" << report::printable(args[i]) << "': " << std::strerror(err) << "\n";
+    _exit(exec_failure_code(err));
   }
   // The program gets the terminal's signals itself (same process group); the command waits for it.
   signal(SIGINT, SIG_IGN);
@@ -102,6 +114,7 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   int override_code = -1;
+  bool write_failed = false;
   std::vector<fs::path> recordings;
   for (const auto& entry : fs::directory_iterator(dir)) recordings.push_back(entry.path());
   std::sort(recordings.begin(), recordings.end());  // one report per process, in pid order
@@ -113,10 +126,20 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
     }
     Options report_options = cli.opts;
     report_options.save.clear();  // the program's process wrote it
-    const int code = exit_code_for(report::emit(log, nullptr, report_options, inputs), cli);
-    if (code >= 0) override_code = code;
+    const report::Emitted emitted = report::emit(log, nullptr, report_options, inputs);
+    write_failed |= emitted.write_failed;
+    const int code = exit_code_for(emitted, cli);
+    // Monitoring off in one process outweighs findings in another: part of the program went unchecked.
+    if (code >= 0 && override_code != report::kMonitoringOffExitCode) override_code = code;
   }
   fs::remove_all(dir);
+  if (recordings.empty() && cli.opts.require_monitoring) {
+    // No process left a recording: the library never ran in the program (a static binary, secure execution).
+    std::cerr << "asynccheck: ERROR: no process of the program was monitored (the library was not loaded: a "
+                 "statically linked program, or a setuid one); exit code "
+              << report::kMonitoringOffExitCode << " (--require-monitoring)\n";
+    return report::kMonitoringOffExitCode;
+  }
   if (override_code >= 0) return override_code;
   if (WIFSIGNALED(status)) {
     // End the way the program ended, so that a shell or CI runner sees the same signal.
@@ -129,7 +152,9 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
     kill(getpid(), sig);
     return 128 + sig;
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  const int program_code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  // A report asked for and not written: a success would hide it (the error line was printed).
+  return program_code == 0 && write_failed ? report::kWriteFailedExitCode : program_code;
 }
 
 }  // namespace asynccheck::cli

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 
@@ -31,6 +32,8 @@
 #include "interpose/nvtx_ranges.h"
 #include "interpose/stacks.h"
 #include "options/options.h"
+#include "report/exit_code.h"
+#include "report/plural.h"
 #include "report/recording_stream.h"
 #include "report/report.h"
 #include "report/symbolize.h"
@@ -48,6 +51,9 @@ RunInfo* g_run = nullptr;
 // The `save` recording, written as the run goes while the analysis streams; null otherwise (never destroyed).
 report::RecordingStream* g_recording = nullptr;
 report::ReportInputs* g_inputs = nullptr;
+// The code the options ask the process to end with once its report is written (report/exit_code.h), or -1: the
+// program's own. Atomic: read by the async-signal-safe ends (_exit, quick_exit).
+std::atomic<int> g_exit_code{-1};
 
 // Exactly one report per process: the first end to move the state from Idle to Writing writes it (an exit
 // handler on its own thread, or the reporter thread for the ends below); every other end finds it Writing or
@@ -180,26 +186,30 @@ std::string end_text(EndKind kind, int sig) {
   return "exit";
 }
 
-// The `stats` option's line: what compaction did (capture.h Stats) and the process's peak memory.
+// The `stats` option's line: how the streaming analysis kept up (capture.h Stats) and the process's peak memory.
 std::string stats_line(const EventLog& log) {
   const capture::Stats st = capture::stats();
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   std::ostringstream o;
-  o << "stats: " << log.calls.size() << " calls and " << log.ops.size() << " GPU operations kept for the report, "
-    << log.carried.calls << " calls and " << log.carried.ops << " operations judged and let go; " << st.rounds
-    << " rounds (" << capture::forced_flushes() << " with a forced flush), " << st.chunks << " chunks (largest "
-    << st.largest_chunk << " calls, longest " << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, "
+  using report::counted;
+  o << "stats: " << counted(log.calls.size(), "call") << " and " << counted(log.ops.size(), "GPU operation")
+    << " kept for the report, " << counted(log.carried.calls, "call") << " and "
+    << counted(log.carried.ops, "operation") << " judged and let go; " << counted(st.rounds, "round") << " ("
+    << capture::forced_flushes() << " with a forced flush), " << counted(st.chunks, "chunk") << " (largest "
+    << counted(st.largest_chunk, "call") << ", longest " << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, "
     << static_cast<double>(st.compact_ns) / 1e6
     << " ms in all; rounds besides: " << static_cast<double>(st.flush_ns) / 1e6 << " ms flushing CUPTI, "
     << static_cast<double>(st.take_ns) / 1e6 << " ms taking the threads' calls, "
-    << static_cast<double>(st.add_ns) / 1e6 << " ms adding them), backlog peak " << st.peak_backlog << " calls, "
-    << st.shed_calls << " calls shed at the compact_backlog limit (" << st.lost_calls
-    << " of them not ordinary: lost); " << st.late_ops << " activity records a round late (ended up to "
-    << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); " << st.awaited_records
-    << " calls waiting for their work's record at the last round, " << st.overdue_records
-    << " records given up on (10 s overdue); " << capture::stacks_walked() << " call stacks walked; "
-    << cupti::untimed_records() << " GPU operations untimed; peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
+    << static_cast<double>(st.add_ns) / 1e6 << " ms adding them), backlog peak " << counted(st.peak_backlog, "call")
+    << ", " << counted(st.shed_calls, "call") << " shed at the compact_backlog limit (" << st.lost_calls
+    << " of them not ordinary: lost); " << counted(st.late_ops, "activity record") << " a round late (ended up to "
+    << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); "
+    << counted(st.awaited_records, "call") << " waiting for their work's record at the last round, "
+    << counted(st.overdue_records, "record") << " given up on (10 s overdue); "
+    << counted(capture::stacks_walked(), "call stack") << " walked; "
+    << counted(cupti::untimed_records(), "GPU operation") << " untimed; peak RSS of the process " << ru.ru_maxrss / 1024
+    << " MiB";
   return o.str();
 }
 
@@ -246,7 +256,11 @@ void emit_report(EndKind kind, int sig) {
   // Monitoring was off and the start said so on stderr: the summary would only say it again (JSON and SARIF still
   // record it).
   if (g_said_off && (g_options->log_file.empty() || g_options->log_file == "stderr")) report_options.summary = false;
-  report::emit(log, g_capturing ? &result.analysis : nullptr, report_options, *g_inputs);
+  const report::Emitted emitted =
+      report::emit(log, g_capturing ? &result.analysis : nullptr, report_options, *g_inputs);
+  // The exit code the options ask for (require_monitoring, error_exitcode), applied as the process ends
+  // (apply_exit_code). Under the asynccheck command (a hand-off) the command decides it from every process's report.
+  if (g_options->handoff.empty()) g_exit_code.store(report::requested_exit_code(*g_options, emitted));
   if (g_recording) finish_recording(log);
   if (!g_options->handoff.empty()) {  // the asynccheck command reports from this
     std::ostringstream rec;
@@ -261,9 +275,9 @@ void emit_report(EndKind kind, int sig) {
   if (const uint64_t untimed = g_capturing ? cupti::untimed_records() : 0) {
     // Mostly CUPTI's device buffers running out (many threads launching for long: cupti/activity.cpp); a few came
     // untimed in runs that never reached the limit, so the line names the option without blaming it.
-    say("WARNING: " + std::to_string(untimed) +
-        " GPU operations came from CUPTI without timestamps: evidence that involves " +
-        "them is incomplete (device_buffers=" + std::to_string(g_options->device_buffers) +
+    say("WARNING: " + report::counted(untimed, "GPU operation") +
+        " came from CUPTI without timestamps: evidence that involves " + (untimed == 1 ? "it" : "them") +
+        " is incomplete (device_buffers=" + std::to_string(g_options->device_buffers) +
         ", device_buffer_kb=" + std::to_string(g_options->device_buffer_kb) + "; docs/performance.md)");
   }
 }
@@ -477,7 +491,26 @@ void report_or_wait(EndKind kind) {
   }
 }
 
-void at_quick_exit_handler() { report_or_wait(EndKind::QuickExit); }
+void at_quick_exit_handler() {
+  report_or_wait(EndKind::QuickExit);
+  // quick_exit flushes nothing and runs no other handler of ours: end now with the code asked for, if one was.
+  const int code = g_exit_code.load();
+  if (code >= 0 && is_owner()) syscall(SYS_exit_group, code);
+}
+
+// The exit handler that ends the process with the code the options ask for (error_exitcode, require_monitoring in
+// raw LD_PRELOAD use). The library never calls exit(): exit() has already begun, with the program's status, and
+// cannot be given another. Registered first, at start, it runs after the report is written and after every exit
+// handler the program or the CUDA runtime registered later; what exit() would still do after it is flushing the
+// program's buffered output, done here, before the process ends with the code asked for.
+void apply_exit_code() {
+  const int code = g_exit_code.load();
+  if (code < 0 || !is_owner()) return;
+  std::cout.flush();  // a program that left stdio for its own buffer (sync_with_stdio(false))
+  std::clog.flush();
+  std::fflush(nullptr);
+  syscall(SYS_exit_group, code);
+}
 
 // The reporter thread and the ends it serves. Without it (signal_timeout=0, or it could not start) only exit
 // reports.
@@ -523,6 +556,11 @@ void report_before(End end) {
   report_or_wait(end == End::UnderscoreExit ? EndKind::UnderscoreExit : EndKind::UpperExit);
 }
 
+int exit_code(int program_code) {
+  const int code = g_exit_code.load();
+  return code >= 0 && is_owner() ? code : program_code;
+}
+
 void report_before_signal(int sig) {
   // Whether or not our handler was ever installed for it (the signal may have been ignored at start, as in a
   // background job, and the program set SIG_DFL since): the process is about to die by it.
@@ -537,6 +575,8 @@ void report_before_signal(int sig) {
 
 void start(Origin) {
   if (g_started.exchange(true)) return;  // both shims of the same library: one core
+  // Before any report handler is registered, so that it runs after all of them (exit handlers run in reverse).
+  std::atexit(apply_exit_code);
   g_options = new Options;
   g_run = new RunInfo;
   g_inputs = new report::ReportInputs;
@@ -564,7 +604,16 @@ void start(Origin) {
     g_run->monitoring = "off: " + why;
     arm();
   };
-  if (env && !parse_options(env, *g_options, error)) return monitoring_off("ASYNCCHECK_OPTIONS: " + error);
+  if (env && !parse_options(env, *g_options, error)) {
+    // A typo must not turn a CI job's require_monitoring (or error_exitcode) off with it: those of the items that
+    // are valid on their own still hold.
+    Options valid_items;
+    parse_valid_items(env, valid_items);
+    g_options->require_monitoring = valid_items.require_monitoring;
+    g_options->error_exitcode = valid_items.error_exitcode;
+    g_options->fail_on = valid_items.fail_on;
+    return monitoring_off("ASYNCCHECK_OPTIONS: " + error);
+  }
   if (g_options->help) say(options_help());
   if (!report::prepare_report(*g_options, g_run->pid, rank, *g_inputs, error)) return monitoring_off(error);
   // Exit handlers run in reverse order of registration. The one registered at the first watched call runs

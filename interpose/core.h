@@ -21,6 +21,10 @@ enum class End { UnderscoreExit, UpperExit };
 // signal handlers and from vfork children, where it only compares pids).
 void report_before(End end);
 
+// The code the process is to end with: the one its options asked for once the report was written
+// (require_monitoring, error_exitcode), else `program_code`. Async-signal-safe (the shim's _exit calls it).
+int exit_code(int program_code);
+
 // Called by the shim's raise() and kill() of this very process: if `sig` is one we report on and its action is
 // the default one (our handler was replaced by SIG_DFL, as Python does before re-raising SIGINT), the report is
 // written first, since no handler of ours will run. Async-signal-safe.

@@ -27,15 +27,15 @@ namespace {
 }  // namespace
 
 // _exit/_Exit skip exit handlers: write the report first (if this process started monitoring; a vfork or fork
-// child only compares pids), then exit with the program's code.
+// child only compares pids), then exit with the program's code, or the one its options asked for.
 extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int code) {
   asynccheck::core::report_before(asynccheck::core::End::UnderscoreExit);
-  really_exit(code);
+  really_exit(asynccheck::core::exit_code(code));
 }
 
 extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int code) noexcept {
   asynccheck::core::report_before(asynccheck::core::End::UpperExit);
-  really_exit(code);
+  really_exit(asynccheck::core::exit_code(code));
 }
 
 // A program that resets a signal to SIG_DFL and sends it to itself (Python after an unhandled KeyboardInterrupt)

@@ -1,5 +1,7 @@
 #include "options/options.h"
 
+#include "options/nearest.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,10 +50,33 @@ bool parse_Text(std::string_view, std::string_view v, std::string& out, std::str
   return true;
 }
 
+bool parse_ExitCode(std::string_view name, std::string_view v, int& out, std::string& error) {
+  uint64_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || n > 255) {
+    error = "option '" + std::string(name) + "': '" + std::string(v) + "' is not an exit code (valid: 0 to 255)";
+    return false;
+  }
+  out = static_cast<int>(n);
+  return true;
+}
+
+bool parse_Level(std::string_view name, std::string_view v, rules::Level& out, std::string& error) {
+  const std::optional<rules::Level> l = rules::parse_level(v);
+  if (!l || *l == rules::Level::None) {
+    error = "option '" + std::string(name) + "': '" + std::string(v) + "' is not a level (valid: note, warning, error)";
+    return false;
+  }
+  out = *l;
+  return true;
+}
+
 std::string default_Bool(bool v) { return v ? "1" : "0"; }
 std::string default_Uint(uint64_t v) { return std::to_string(v); }
 std::string default_Duration(uint64_t v) { return format_duration_option(v); }
 std::string default_Text(const std::string& v) { return v.empty() ? "\"\"" : v; }
+std::string default_ExitCode(int v) { return v < 0 ? "none" : std::to_string(v); }
+std::string default_Level(rules::Level v) { return std::string(rules::level_name(v)); }
 
 constexpr std::string_view kFormats[] = {"json", "sarif", "trace"};
 
@@ -131,13 +156,27 @@ bool format_names_valid(std::string_view list, std::string& error) {
 
 std::string valid_names() {
   std::string out;
-#define OPTION(type, name, def, desc) out += (out.empty() ? "" : ", ") + std::string(#name);
-#include "options/options.def"
-#undef OPTION
+  for (std::string_view name : option_names()) out += (out.empty() ? "" : ", ") + std::string(name);
   return out;
 }
 
 }  // namespace
+
+std::vector<std::string_view> option_names() {
+  return {
+#define OPTION(type, name, def, desc) #name,
+#include "options/options.def"
+#undef OPTION
+  };
+}
+
+OptionKind option_kind(std::string_view name) {
+#define OPTION(type, oname, def, desc) \
+  if (name == #oname) return std::string_view(#type) == "Bool" ? OptionKind::Flag : OptionKind::Value;
+#include "options/options.def"
+#undef OPTION
+  return OptionKind::Unknown;
+}
 
 bool set_option(std::string_view name, std::string_view value, Options& opts, std::string& error) {
   Options next = opts;
@@ -150,7 +189,10 @@ bool set_option(std::string_view name, std::string_view value, Options& opts, st
 #include "options/options.def"
 #undef OPTION
   if (!known) {
-    error = "unknown option '" + std::string(name) + "' (valid: " + valid_names() + ")";
+    const std::vector<std::string_view> names = option_names();
+    const std::string_view near = nearest_name(name, names);
+    error = "unknown option '" + std::string(name) + "'" +
+            (near.empty() ? "" : "; did you mean '" + std::string(near) + "'?") + " (valid: " + valid_names() + ")";
     return false;
   }
   if (!ok || !validate(next, error)) return false;
@@ -158,24 +200,50 @@ bool set_option(std::string_view name, std::string_view value, Options& opts, st
   return true;
 }
 
-bool parse_options(std::string_view text, Options& opts, std::string& error) {
+namespace {
+
+// The items of ASYNCCHECK_OPTIONS: separated by ':' and whitespace; ',' belongs to values (format=json,sarif).
+template <typename Item>
+bool for_each_item(std::string_view text, Item item) {
   size_t i = 0;
   while (i < text.size()) {
-    // ':' and whitespace separate items; ',' belongs to values (format=json,sarif).
     while (i < text.size() && (text[i] == ':' || text[i] == ' ' || text[i] == '\t' || text[i] == '\n')) ++i;
     size_t j = i;
     while (j < text.size() && text[j] != ':' && text[j] != ' ' && text[j] != '\t' && text[j] != '\n') ++j;
     if (j == i) break;
-    std::string_view item = text.substr(i, j - i);
-    size_t eq = item.find('=');
+    if (!item(text.substr(i, j - i))) return false;
+    i = j;
+  }
+  return true;
+}
+
+}  // namespace
+
+void parse_valid_items(std::string_view text, Options& opts) {
+  for_each_item(text, [&](std::string_view item) {
+    const size_t eq = item.find('=');
+    std::string ignored;
     if (eq == std::string_view::npos) {
+      if (option_kind(item) == OptionKind::Flag) set_option(item, "1", opts, ignored);
+    } else {
+      set_option(item.substr(0, eq), item.substr(eq + 1), opts, ignored);
+    }
+    return true;
+  });
+}
+
+bool parse_options(std::string_view text, Options& opts, std::string& error) {
+  const bool items_ok = for_each_item(text, [&](std::string_view item) {
+    const size_t eq = item.find('=');
+    if (eq != std::string_view::npos) return set_option(item.substr(0, eq), item.substr(eq + 1), opts, error);
+    // An on/off option alone is on (stats, as --stats on the command line); an unknown name is named as such.
+    if (option_kind(item) == OptionKind::Value) {
       error = "expected name=value, got '" + std::string(item) + "'";
       return false;
     }
-    if (!set_option(item.substr(0, eq), item.substr(eq + 1), opts, error)) return false;
-    i = j;
-  }
-  return check_options(opts, error);
+    return set_option(item, "1", opts, error);
+  });
+  return items_ok && check_options(opts, error);
 }
 
 bool check_options(const Options& opts, std::string& error) {
@@ -183,11 +251,15 @@ bool check_options(const Options& opts, std::string& error) {
   return validate(opts, error) && output_files(opts, files, error);
 }
 
-std::string options_help() {
+std::string options_help(const std::vector<std::string_view>& only) {
   const Options defaults;
   std::string out = "asynccheck options (ASYNCCHECK_OPTIONS=name=value:name=value, or --name=value):\n";
+  auto shown = [&](std::string_view name) {
+    return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+  };
 #define OPTION(type, name, def, desc) \
-  out += "  " + std::string(#name) + " (" #type ", default " + default_##type(defaults.name) + ")\n      " desc "\n";
+  if (shown(#name))                   \
+    out += "  " + std::string(#name) + " (" #type ", default " + default_##type(defaults.name) + ")\n      " desc "\n";
 #include "options/options.def"
 #undef OPTION
   return out;
@@ -221,6 +293,45 @@ std::string format_duration_option(uint64_t ns) {
   return std::to_string(ns) + "ns";
 }
 
+namespace {
+
+// Standard output holds one thing: at most one report (a baseline counts), and then not the summary too. A
+// recording is written as the run goes, beside the program's own output: never there.
+bool reports_to_stdout_valid(const Options& o, const OutputFiles& out, std::string& error) {
+  if (o.save == kStdout) {
+    error =
+        "option 'save': '-' (standard output) cannot hold a recording, written as the program runs beside its own "
+        "output (valid: a file)";
+    return false;
+  }
+  if (o.log_file == kStdout) {
+    error = "option 'log_file': '-' is not a stream name here (valid: stdout, stderr, or a file)";
+    return false;
+  }
+  std::string first;
+  for (const auto& [name, path] : {std::pair<std::string_view, const std::string&>{"json", out.json},
+                                   {"sarif", out.sarif},
+                                   {"trace", out.trace},
+                                   {"save_baseline", o.save_baseline}}) {
+    if (path != kStdout) continue;
+    if (!first.empty()) {
+      error = "the " + first + " and " + std::string(name) +
+              " reports are both given '-' (standard output), which holds one (valid: a file for the other)";
+      return false;
+    }
+    first = name;
+  }
+  if (!first.empty() && o.log_file == "stdout") {
+    error = "the " + first +
+            " report goes to standard output ('-'), and so does the summary (log_file=stdout); valid: the summary "
+            "on stderr (the default) or in a file";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool output_files(const Options& o, OutputFiles& out, std::string& error) {
   if (!o.format.empty() && !format_names_valid(o.format, error)) return false;
   out = OutputFiles{o.json, o.sarif, o.trace};
@@ -238,12 +349,21 @@ bool output_files(const Options& o, OutputFiles& out, std::string& error) {
       error = "option 'format': '" + o.format + "' needs an output path (--output=PATH)";
       return false;
     }
-    return true;
+    return reports_to_stdout_valid(o, out, error);
+  }
+  if (o.output == kStdout && formats.size() > 1) {
+    error = "option 'output': '-' (standard output) holds one report, not " + std::to_string(formats.size()) +
+            " (--format=" + o.format + "; valid: one format, or a file stem for several)";
+    return false;
   }
   for (std::string_view f : formats) {
     std::string& slot = f == "json" ? out.json : f == "sarif" ? out.sarif : out.trace;
-    const std::string path =
-        formats.size() == 1 ? o.output : o.output + (f == "trace" ? ".trace.json" : "." + std::string(f));
+    // One format: the path gets that format's extension unless it has it already (r.json stays r.json, r becomes
+    // r.json); several: the path is a stem.
+    const std::string ext = f == "trace" ? ".trace.json" : "." + std::string(f);
+    const std::string_view last = f == "sarif" ? ".sarif" : ".json";
+    std::string path = o.output + ext;
+    if (o.output == kStdout || (formats.size() == 1 && std::string_view(o.output).ends_with(last))) path = o.output;
     if (!slot.empty() && slot != path) {
       error = "the " + std::string(f) + " report is given two paths, '" + slot + "' (option '" + std::string(f) +
               "') and '" + path + "' (option 'output'); give one";
@@ -251,7 +371,7 @@ bool output_files(const Options& o, OutputFiles& out, std::string& error) {
     }
     slot = path;
   }
-  return true;
+  return reports_to_stdout_valid(o, out, error);
 }
 
 namespace {

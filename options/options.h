@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "rules/catalog.h"
 
 namespace asynccheck {
 
@@ -12,6 +15,8 @@ struct Options {
 #define OPTION_Uint uint64_t
 #define OPTION_Duration uint64_t
 #define OPTION_Text std::string
+#define OPTION_ExitCode int
+#define OPTION_Level rules::Level
 #define OPTION(type, name, def, desc) OPTION_##type name = def;
 #include "options/options.def"
 #undef OPTION
@@ -19,11 +24,25 @@ struct Options {
 #undef OPTION_Uint
 #undef OPTION_Duration
 #undef OPTION_Text
+#undef OPTION_ExitCode
+#undef OPTION_Level
 };
+
+// Every option's name, in the table's order ('_' between words).
+std::vector<std::string_view> option_names();
+
+// What an option takes on the command line: a Flag (Bool) is on as a bare --name and takes a value only as
+// --name=VALUE; a Value option takes --name=VALUE or --name VALUE.
+enum class OptionKind { Unknown, Flag, Value };
+OptionKind option_kind(std::string_view name);
 
 // Parses "name=value" items separated by ':' or whitespace (',' separates list values) into `opts` (later items win). Returns false with
 // `error` naming the problem and what would be valid; `opts` then keeps the items before the bad one.
 bool parse_options(std::string_view text, Options& opts, std::string& error);
+
+// Every item of `text` that is valid on its own, the others skipped (no error): what a run whose options are bad
+// still honours of them (require_monitoring).
+void parse_valid_items(std::string_view text, Options& opts);
 
 // Sets one option, checking its own value; what depends on several options is checked by check_options.
 bool set_option(std::string_view name, std::string_view value, Options& opts, std::string& error);
@@ -32,14 +51,22 @@ bool set_option(std::string_view name, std::string_view value, Options& opts, st
 // the command calls it after its whole command line.
 bool check_options(const Options& opts, std::string& error);
 
-// The option list for help=1 / --help: name, type, default, description.
-std::string options_help();
+// The option list for help=1 / --help: name, type, default, description; only those of `only` when it is not empty
+// (asynccheck merge --help).
+std::string options_help(const std::vector<std::string_view>& only = {});
 
-// The files a run writes, from --format/--output and the per-format options (paths not yet expanded).
+// A report path that means standard output (--json=-; also sarif, trace, output with one format, save_baseline).
+inline constexpr std::string_view kStdout = "-";
+
+// The files a run writes, from --format/--output and the per-format options (paths not yet expanded). With one
+// format, --output gets its extension (.json, .sarif, .trace.json) unless it ends with it (or with .json for a
+// trace) or is '-'; with several it is a stem.
 struct OutputFiles {
   std::string json, sarif, trace;
 };
-// False with `error` for an unknown format, a format without --output, or one format given two paths.
+// False with `error` for an unknown format, a format without --output, one format given two paths, '-' for
+// several reports, two reports or a report and the summary (log_file=stdout) on standard output, or '-' for save
+// (a recording written as the run goes) or log_file (whose stream names are stdout and stderr).
 bool output_files(const Options& opts, OutputFiles& out, std::string& error);
 
 // Parses a duration: a whole number with ns, us, ms or s, or no unit (us).

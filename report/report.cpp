@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
 
 #include "analysis/recording.h"
 #include "report/baseline.h"
+#include "report/plural.h"
 #include "report/suppressions.h"
 
 namespace asynccheck::report {
@@ -44,6 +46,28 @@ std::string exists_error(const std::string& path) {
   return "'" + path +
          "': it already exists (valid: a new path, overwrite=1 to replace it, or %p or %r in the name "
          "for one file per process or rank)";
+}
+
+// The report is first written as NAME.tmp.PID beside its path (write_file): the name must leave room for that suffix
+// within the file system's limit, and the whole path fit PATH_MAX, or the report would be lost at the end.
+bool name_fits(const std::string& path, const std::string& dir, std::string& error) {
+  constexpr size_t kTmpSuffix = 5 + 10;  // ".tmp." and a pid of up to 10 digits
+  if (path.size() + kTmpSuffix >= PATH_MAX) {
+    error = "cannot write '" + path + "': the path is " + std::to_string(path.size()) + " bytes long (valid: at most " +
+            std::to_string(PATH_MAX - 1 - kTmpSuffix) + ")";
+    return false;
+  }
+  const long max = pathconf(dir.c_str(), _PC_NAME_MAX);
+  const size_t name_max = max > 0 ? static_cast<size_t>(max) : NAME_MAX;
+  const size_t slash = path.rfind('/');
+  const size_t name = slash == std::string::npos ? path.size() : path.size() - slash - 1;
+  if (name + kTmpSuffix > name_max) {
+    error = "cannot write '" + path + "': its file name is " + std::to_string(name) + " bytes long (valid: at most " +
+            std::to_string(name_max - kTmpSuffix) + ", the file system's " + std::to_string(name_max) +
+            " less room for the temporary name it is written under)";
+    return false;
+  }
+  return true;
 }
 
 bool is_stream(const std::string& path) { return path.empty() || path == "stderr" || path == "stdout"; }
@@ -99,9 +123,21 @@ bool check_input_file(const std::string& path, std::string_view kind, uint64_t m
 
 bool check_output_path(const std::string& path, bool overwrite, std::string& error) {
   const std::string dir = directory_of(path);
+  if (path.empty() || path.back() == '/') {
+    error = "cannot write '" + path + "': it names a directory (valid: a file name, e.g. '" + path + "report')";
+    return false;
+  }
+  if (!name_fits(path, dir, error)) return false;
   struct stat st {};
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    error = "cannot write '" + path + "': directory '" + dir + "' does not exist";
+  if (stat(dir.c_str(), &st) != 0) {
+    error = "cannot write '" + path + "': " +
+            (errno == ENOENT ? "directory '" + dir + "' does not exist"
+                             : "directory '" + dir + "' cannot be reached: " + std::strerror(errno));
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    error = "cannot write '" + path + "': '" + dir + "' is " +
+            (S_ISREG(st.st_mode) ? "a file" : file_kind(st.st_mode)) + ", not a directory";
     return false;
   }
   if (access(dir.c_str(), W_OK) != 0) {
@@ -188,7 +224,18 @@ bool prepare_report(const Options& options, int pid, const Rank& rank, ReportInp
     if (!load_baseline(options.baseline, inputs.baseline, error)) return false;
     inputs.baseline_path = options.baseline;
   }
+  std::vector<std::pair<std::string, std::string>> expanded;  // (option, path) checked so far
   for (const auto& [name, path] : output_paths(options)) {
+    if (path == kStdout && name != "handoff") continue;  // standard output (options.h: only where it makes sense)
+    const std::string file = expand_path(path, pid, rank.value);
+    for (const auto& [other, other_file] : expanded) {
+      if (other_file != file) continue;
+      // The second write would find the first's file at the end, after the whole run.
+      error = "option '" + name + "': '" + file + "' is also the path of option '" + other +
+              "' (valid: a file of its own for each report)";
+      return false;
+    }
+    expanded.emplace_back(name, file);
     // With %p or %r every process writes its own file: whether it exists can only be known at the end.
     const bool per_process = per_process_path(path);
     if (!per_process && rank.world_size > 1) {
@@ -198,7 +245,7 @@ bool prepare_report(const Options& options, int pid, const Rank& rank, ReportInp
               std::to_string(rank.world_size) + ") (valid: a name with %r, the rank, or %p, the pid; docs/mpi.md)";
       return false;
     }
-    if (!check_output_path(expand_path(path, pid, rank.value), options.overwrite || per_process, error)) {
+    if (!check_output_path(file, options.overwrite || per_process, error)) {
       error = "option '" + name + "': " + error;
       return false;
     }
@@ -228,7 +275,8 @@ ReportData make_report(const EventLog& log, const Analysis& analysis, const Site
 void symbolize_within_limit(EventLog& log) {
   if (const size_t left = resolve_symbols(log)) {
     say("WARNING: symbolization stopped after " + std::to_string(kSymbolizeLimit.count() / 1000) +
-        " s (addr2line too slow): " + std::to_string(left) + " return addresses are left as module+offset");
+        " s (addr2line too slow): " + counted(left, "return address", "return addresses") +
+        (left == 1 ? " is" : " are") + " left as module+offset");
   }
 }
 
@@ -274,6 +322,10 @@ Emitted write_report(ReportData& data, const Options& options, const ReportInput
   output_files(options, files, error);
   auto save = [&](const std::string& path, const std::string& content) {
     if (path.empty()) return;
+    if (path == kStdout) {  // after the program's own output: the report is written at its end
+      write_fd(STDOUT_FILENO, content);
+      return;
+    }
     if (!write_file(expand_path(path, pid, rank), content, options.overwrite, error)) {
       say("ERROR: " + error);
       result.write_failed = true;
@@ -301,6 +353,10 @@ Emitted write_report(ReportData& data, const Options& options, const ReportInput
     if (!r.in_baseline && r.level > result.worst_new) result.worst_new = r.level;
   }
   result.sites = data.rows.size();
+  result.monitoring_off = data.processes.empty()
+                              ? data.run.monitoring != "on"
+                              : std::any_of(data.processes.begin(), data.processes.end(),
+                                            [](const ProcessInfo& p) { return p.run.monitoring != "on"; });
   auto render = [&](void (*writer)(std::ostream&, const ReportData&)) {
     std::ostringstream out;
     writer(out, data);

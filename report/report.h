@@ -184,6 +184,7 @@ struct Emitted {
   rules::Level worst_new = rules::Level::None;  // the most severe reported site not in the baseline
   size_t sites = 0;                             // reported sites
   bool write_failed = false;                    // some file could not be written (the error was printed)
+  bool monitoring_off = false;                  // nothing was watched (in a merge: in one of its processes)
 };
 
 // Writes everything the options ask for from `log` and its analysis (`analysis`; null: analyze() it here): the

@@ -6,15 +6,16 @@
 #include <optional>
 #include <ostream>
 
+#include "report/plural.h"
 #include "report/report.h"
 #include "report/suppressions.h"
+#include "version.h"
 
 namespace asynccheck::report {
 namespace {
 
-// The project's version as CMakeLists.txt's project(asynccheck VERSION ...) declares it: no macro carries it into
-// the code yet, so keep the two in step.
-constexpr std::string_view kToolVersion = "0.1.0";
+// The project's version, from CMakeLists.txt's project(asynccheck VERSION ...) through the configured version.h.
+constexpr std::string_view kToolVersion = ASYNCCHECK_VERSION;
 // The address editors and viewers resolve the schema from (SchemaStore's copy of the OASIS schema).
 constexpr std::string_view kSchemaUri = "https://json.schemastore.org/sarif-2.1.0.json";
 // The conventional name GitHub code scanning and the SARIF SDK use for the checkout's root.
@@ -261,7 +262,7 @@ std::string sentence(std::string s) {
 
 // The first sentence is what viewers show when space is short: what the call cost, then why and what to do.
 std::string measure_text(const SiteRow& row) {
-  const std::string calls = std::to_string(row.count) + (row.count == 1 ? " call" : " calls");
+  const std::string calls = counted(row.count, "call");
   std::string s = row.api + (row.gpu_side ? " held back GPU work in other streams " : " held the host thread ") +
                   format_duration(row.total_ns) + " in total over " + calls;
   s += " (median " + format_duration(row.median_ns) + ", max " + format_duration(row.max_ns);
@@ -351,22 +352,27 @@ Json results(const ReportData& data, const std::string& root) {
 
 // ---- the run ----
 
-Json warning(const std::string& text) {
-  return Json::object().set("level", str("warning")).set("message", message(text));
+Json notification(std::string_view level, const std::string& text) {
+  return Json::object().set("level", str(level)).set("message", message(text));
 }
+Json warning(const std::string& text) { return notification("warning", text); }
 
 // What limits the results: they are only as complete as what the run could observe.
 Json notifications(const RunInfo& run) {
   Json out = Json::array();
-  if (run.monitoring != "on") out.push(warning("monitoring was " + run.monitoring + "; nothing was watched"));
+  // An error, not a warning: the run checked nothing, and executionSuccessful says so (SARIF 2.1.0 3.20.14: a run
+  // that is not successful has an error-level notification saying why).
+  if (run.monitoring != "on")
+    out.push(notification("error", "monitoring was " + run.monitoring + "; nothing was watched"));
   if (!run.complete) out.push(warning("the run ended before everything was flushed; the results may be incomplete"));
   if (run.dropped_records) {
-    const std::string dropped = std::to_string(run.dropped_records) + " activity records";
-    out.push(warning(dropped + " were DROPPED by CUPTI; evidence is incomplete"));
+    const std::string dropped = counted(run.dropped_records, "activity record");
+    out.push(
+        warning(dropped + (run.dropped_records == 1 ? " was" : " were") + " DROPPED by CUPTI; evidence is incomplete"));
   }
   if (run.unanalyzed_calls) {
-    out.push(warning(std::to_string(run.unanalyzed_calls) +
-                     " ordinary calls were counted but not analyzed (the "
+    out.push(warning(counted(run.unanalyzed_calls, "ordinary call") + (run.unanalyzed_calls == 1 ? " was" : " were") +
+                     " counted but not analyzed (the "
                      "analysis fell behind the program: compact_backlog); evidence may be incomplete"));
   }
   return out;
@@ -386,7 +392,10 @@ Json invocation(const RunInfo& run, const std::string& file) {
   p.set("costThresholdNs", Json::number(run.cost_threshold_ns));
   if (run.unanalyzed_calls) p.set("unanalyzedCalls", Json::number(run.unanalyzed_calls));
   Json inv = Json::object();
-  inv.set("executionSuccessful", Json::boolean(true)).set("toolExecutionNotifications", notifications(run));
+  // Successful only when something was watched: a run whose monitoring was off found nothing because it looked at
+  // nothing, which code scanning must not take for a clean result.
+  inv.set("executionSuccessful", Json::boolean(run.monitoring == "on"))
+      .set("toolExecutionNotifications", notifications(run));
   return inv.set("properties", std::move(p));
 }
 

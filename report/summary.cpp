@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "report/plural.h"
 #include "report/report.h"
 
 namespace asynccheck::report {
@@ -118,11 +119,11 @@ std::string nvtx_text(const SiteRow& row) {
   };
   std::string s = "in NVTX range " + name(row.nvtx[0]);
   if (row.nvtx.size() == 1 && row.nvtx[0].count == row.count) return s;
-  s += " for " + std::to_string(row.nvtx[0].count) + " of " + std::to_string(row.count) + " calls";
+  s += " for " + std::to_string(row.nvtx[0].count) + " of " + counted(row.count, "call");
   constexpr size_t kShown = 4;  // ranges named on the line; the JSON report lists them all
   for (size_t i = 1; i < row.nvtx.size() && i < kShown; ++i)
     s += ", " + name(row.nvtx[i]) + " for " + std::to_string(row.nvtx[i].count);
-  if (row.nvtx.size() > kShown) s += ", and " + std::to_string(row.nvtx.size() - kShown) + " more ranges";
+  if (row.nvtx.size() > kShown) s += ", and " + counted(row.nvtx.size() - kShown, "more range");
   return s;
 }
 
@@ -147,7 +148,7 @@ void merge_notes(std::ostream& out, const std::string& tag, const ReportData& da
     if (!p.run.complete) incomplete.emplace_back(p.run.pid, p.run.rank);
     if (p.run.dropped_records) dropped.emplace_back(p.run.pid, p.run.rank);
   }
-  const std::string of = " of " + std::to_string(data.processes.size()) + " processes";
+  const std::string of = " of " + counted(data.processes.size(), "process", "processes");
   if (!off.empty())
     out << tag << "monitoring was off in " << off.size() << of << " (" << who(off)
         << "): nothing of theirs is in this report\n";
@@ -169,8 +170,8 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
   if (merged) {
     std::vector<std::pair<int, int64_t>> all;
     for (const ProcessInfo& p : data.processes) all.emplace_back(p.run.pid, p.run.rank);
-    out << tag << "merged report of " << data.processes.size() << " process" << (all.size() == 1 ? "" : "es") << " ("
-        << who(all) << ")\n";
+    out << tag << "merged report of " << counted(data.processes.size(), "process", "processes") << " (" << who(all)
+        << ")\n";
     merge_notes(out, tag, data);
   }
   if (run.monitoring != "on") {
@@ -199,16 +200,17 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
   uint64_t known = 0;
   for (const SiteRow& r : rows) known += r.in_baseline;
   if (!rows.empty()) {
-    out << tag << rows.size() << " call site" << (rows.size() == 1 ? "" : "s")
-        << " where CUDA held the host or serialized the GPU (waits from " << format_duration(run.threshold_ns)
-        << ", own cost from " << format_duration(run.cost_threshold_ns) << ", worst first";
+    out << tag << counted(rows.size(), "call site") << " where CUDA held the host or serialized the GPU (waits from "
+        << format_duration(run.threshold_ns) << ", own cost from " << format_duration(run.cost_threshold_ns)
+        << ", worst first";
     if (run.rank >= 0) out << "; rank " << run.rank << " from " << run.rank_variable << ", pid " << run.pid;
     out << ")\n";
   }
   size_t shown = 0;
   for (const SiteRow& r : rows) {
     if (print_limit != 0 && shown == print_limit) {
-      out << tag << "... " << rows.size() - shown << " more call sites (print_limit=" << print_limit << ")\n";
+      out << tag << "... " << counted(rows.size() - shown, "more call site") << " (print_limit=" << print_limit
+          << ")\n";
       break;
     }
     ++shown;
@@ -223,9 +225,9 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     }
     if (!r.nvtx.empty()) out << ", " << printable(nvtx_text(r));
     out << "\n    " << rule.title << "\n";
-    out << "    " << r.count << " call" << (r.count == 1 ? "" : "s") << ", "
-        << (r.gpu_side ? "GPU work held back " : "host held ") << format_duration(r.total_ns) << " in total (median "
-        << format_duration(r.median_ns) << ", max " << format_duration(r.max_ns) << ")";
+    out << "    " << counted(r.count, "call") << ", " << (r.gpu_side ? "GPU work held back " : "host held ")
+        << format_duration(r.total_ns) << " in total (median " << format_duration(r.median_ns) << ", max "
+        << format_duration(r.max_ns) << ")";
     if (!r.gpu_side) {
       out << ": waited " << format_duration(r.waited_ns) << " for GPU work, " << format_duration(r.own_ns)
           << " own cost";
@@ -242,8 +244,8 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     if (!r.processes.empty()) {
       std::vector<std::pair<int, int64_t>> from;
       for (const ProcessShare& p : r.processes) from.emplace_back(p.pid, p.rank);
-      out << "    from " << r.processes.size() << " process" << (from.size() == 1 ? "" : "es") << " (" << who(from)
-          << ")" << (from.size() > 1 ? "; the median is estimated from theirs" : "") << "\n";
+      out << "    from " << counted(r.processes.size(), "process", "processes") << " (" << who(from) << ")"
+          << (from.size() > 1 ? "; the median is estimated from theirs" : "") << "\n";
     }
     out << "    evidence: " << printable(r.shown.evidence) << "\n";
     if (r.verdict == Verdict::ObservedUndocumented) {
@@ -256,28 +258,28 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
   }
   if (!data.suppressions.empty()) {
     out << "\n"
-        << tag << "suppressions (" << data.suppressed.size() << " site" << (data.suppressed.size() == 1 ? "" : "s")
-        << ", " << suppressed_calls << " call" << (suppressed_calls == 1 ? "" : "s") << " suppressed):\n";
+        << tag << "suppressions (" << counted(data.suppressed.size(), "site") << ", "
+        << counted(suppressed_calls, "call") << " suppressed):\n";
     for (const SuppressionUse& s : data.suppressions) {
-      out << "    " << s.calls << " call" << (s.calls == 1 ? "" : "s") << " at " << s.sites << " site"
-          << (s.sites == 1 ? "" : "s") << "  " << s.rule << ":" << s.pattern << "  (" << s.origin
-          << (s.sites ? ")" : ", unused)") << "\n";
+      out << "    " << counted(s.calls, "call") << " at " << counted(s.sites, "site") << "  " << s.rule << ":"
+          << s.pattern << "  (" << s.origin << (s.sites ? ")" : ", unused)") << "\n";
     }
   }
   if (rows.empty()) return;
   out << "\n"
-      << tag << "SUMMARY: " << counts[3] << " error, " << counts[2] << " warning, " << counts[1] << " note site"
-      << (rows.size() == 1 ? "" : "s") << "; host blocked " << format_duration(host_ns) << " in flagged calls";
+      << tag << "SUMMARY: " << counted(counts[3], "error") << ", " << counted(counts[2], "warning") << ", "
+      << counted(counts[1], "note") << "; host blocked " << format_duration(host_ns) << " in flagged calls";
   if (!data.baseline.empty())
     out << "; " << rows.size() - known << " new, " << known << " in baseline " << data.baseline;
-  if (unused) out << "; " << unused << " unused suppression" << (unused == 1 ? "" : "s");
+  if (unused) out << "; " << counted(unused, "unused suppression");
   if (const uint64_t captured = data.totals.captured_calls) {
-    out << "; " << captured << " call" << (captured == 1 ? "" : "s")
-        << " captured into CUDA graphs (recorded, not executed: not judged)";
+    out << "; " << counted(captured, "call") << " captured into CUDA graphs (recorded, not executed: not judged)";
   }
-  if (run.dropped_records) out << "; " << run.dropped_records << " activity records DROPPED (evidence incomplete)";
+  if (run.dropped_records)
+    out << "; " << counted(run.dropped_records, "activity record") << " DROPPED (evidence incomplete)";
   if (run.unanalyzed_calls) {
-    out << "; " << run.unanalyzed_calls << " ordinary calls counted but NOT ANALYZED (the analysis fell behind the "
+    out << "; " << counted(run.unanalyzed_calls, "ordinary call")
+        << " counted but NOT ANALYZED (the analysis fell behind the "
         << "program: compact_backlog; evidence may be incomplete)";
   }
   if (!run.complete) {

@@ -21,6 +21,13 @@ using namespace asynccheck::testing;
 
 namespace {
 
+// The options the command names as valid: the table's, dashed, then its own --read.
+const std::string kValidOptions =
+    "threshold, cost-threshold, site-threshold, format, output, json, sarif, trace, log-file, save, handoff, "
+    "suppressions, baseline, save-baseline, error-exitcode, fail-on, require-monitoring, overwrite, compact, "
+    "compact-round, compact-backlog, flush-period, stats, print-limit, summary, symbolize, activity-buffer-kb, "
+    "device-buffers, device-buffer-kb, signal-timeout, help, library-frames, read";
+
 // Bad input: exit 2 before the program starts, with a message naming the problem and what is valid.
 TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
   const std::string marker = (dir_ / "ran").string();
@@ -32,22 +39,22 @@ TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
     std::vector<std::string> options;
     std::string message;
   } cases[] = {
-      {{"--bogus=1"},
-       "unknown option '--bogus' (valid: error-exitcode, fail-on, read, threshold, cost_threshold, site_threshold, "
-       "format, output, json, "
-       "sarif, trace, log_file, save, handoff, suppressions, baseline, save_baseline, overwrite, compact, "
-       "compact_round, compact_backlog, flush_period, stats, print_limit, "
-       "summary, symbolize, activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help, "
-       "library_frames)"},
+      {{"--bogus=1"}, "unknown option '--bogus' (valid: " + kValidOptions + ")"},
+      // Unknown before it needs a value (issue 21: "needs a value"), with the nearest valid name when one is near.
+      {{"--bogus"}, "unknown option '--bogus' (valid: " + kValidOptions + ")"},
+      {{"--overwrit"}, "unknown option '--overwrit'; did you mean '--overwrite'? (valid: " + kValidOptions + ")"},
+      {{"--print_limt=3"},
+       "unknown option '--print_limt'; did you mean '--print-limit'? (valid: " + kValidOptions + ")"},
       {{"--threshold=soon"},
        "option 'threshold': 'soon' is not a duration (valid: a whole number with ns, us, ms or "
        "s, e.g. 100us, 2ms; no unit means us)"},
-      {{"--print-limit"}, "option '--print-limit' needs a value"},
+      {{"--print-limit"}, "option '--print-limit' needs a value (--print-limit=VALUE)"},
+      {{"--stats=maybe"}, "option 'stats': 'maybe' is not a boolean (valid: 1, 0, true, false, yes, no)"},
       {{"--format=sarif"}, "option 'format': 'sarif' needs an output path (--output=PATH)"},
       {{"--format=html", "--output=x"},
        "option 'format': 'html' is not a format (valid: json, sarif, trace; comma-separated)"},
-      {{"--error-exitcode=256"}, "--error-exitcode: '256' is not an exit code (valid: 0 to 255)"},
-      {{"--fail-on=fatal"}, "--fail-on: 'fatal' is not a level (valid: note, warning, error)"},
+      {{"--error-exitcode=256"}, "option 'error_exitcode': '256' is not an exit code (valid: 0 to 255)"},
+      {{"--fail-on=fatal"}, "option 'fail_on': 'fatal' is not a level (valid: note, warning, error)"},
       {{"--json=" + (dir_ / "missing/r.json").string()},
        "option 'json': cannot write '" + (dir_ / "missing/r.json").string() + "': directory '" +
            (dir_ / "missing").string() + "' does not exist"},
@@ -58,6 +65,26 @@ TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
       {{"--trace=" + (dir_ / "link.json").string(), "--overwrite=1"},
        "option 'trace': cannot write '" + (dir_ / "link.json").string() +
            "': it is a symbolic link (asynccheck never writes through links)"},
+      // Everything about an output path that can be known before the program runs (issue 21).
+      {{"--json=" + dir_.string()},
+       "option 'json': cannot write '" + dir_.string() +
+           "': it is a directory, not a regular file (asynccheck only replaces files)"},
+      {{"--sarif=" + dir_.string() + "/"},
+       "option 'sarif': cannot write '" + dir_.string() + "/': it names a directory (valid: a file name, e.g. '" +
+           dir_.string() + "/report')"},
+      {{"--json=" + (dir_ / std::string(250, 'r')).string()},
+       "option 'json': cannot write '" + (dir_ / std::string(250, 'r')).string() +
+           "': its file name is 250 bytes long (valid: at most 240, the file system's 255 less room for the temporary "
+           "name it is written under)"},
+      {{"--json=" + (dir_ / "exists.json" / "r.json").string()},
+       "option 'json': cannot write '" + (dir_ / "exists.json" / "r.json").string() + "': '" +
+           (dir_ / "exists.json").string() + "' is a file, not a directory"},
+      {{"--json=" + (dir_ / "same").string(), "--save-baseline=" + (dir_ / "same").string()},
+       "option 'save_baseline': '" + (dir_ / "same").string() +
+           "' is also the path of option 'json' (valid: a file of its own for each report)"},
+      {{"--json=-", "--sarif=-"},
+       "the json and sarif reports are both given '-' (standard output), which holds one (valid: a file for the "
+       "other)"},
       {{"--suppressions=" + (dir_ / "none.supp").string()},
        "cannot read suppression file '" + (dir_ / "none.supp").string() + "': No such file or directory"},
       {{"--baseline=" + (dir_ / "none.baseline").string()},
@@ -83,6 +110,20 @@ TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
     EXPECT_TRUE(r.first_err_line().starts_with("asynccheck: ERROR: " + (dir_ / file).string() + ":1: ")) << r.err;
     EXPECT_FALSE(fs::exists(marker));
   }
+}
+
+// The version is CMake's project version, in --version and in the SARIF driver alike (one configured header).
+TEST_F(Cli, VersionIsTheProjectVersion) {
+  Result r = asynccheck({"--version"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  EXPECT_EQ(r.out, "asynccheck " ASYNCCHECK_PROJECT_VERSION "\n");
+  EXPECT_EQ(r.err, "");
+  const fs::path sarif = dir_ / "r.sarif";
+  r = asynccheck({"analyze", kRecording.string(), "--sarif=" + sarif.string()});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  const std::string text = slurp(sarif);
+  EXPECT_NE(text.find("\"version\": \"" ASYNCCHECK_PROJECT_VERSION "\""), std::string::npos) << text.substr(0, 400);
+  EXPECT_NE(text.find("\"semanticVersion\": \"" ASYNCCHECK_PROJECT_VERSION "\""), std::string::npos);
 }
 
 TEST_F(Cli, AnalyzeBadInput) {

@@ -530,7 +530,7 @@ TEST_F(Merge, BadInputIsExitCodeTwoWithThePlaceAndWhatIsValid) {
       {{g, "--threshold=1ms"},
        "option '--threshold' does not apply to merge: reports hold findings, not events (valid: format, output, json, "
        "sarif, log-file, summary, print-limit, suppressions, baseline, save-baseline, overwrite, error-exitcode, "
-       "fail-on)"},
+       "fail-on, require-monitoring)"},
       {{g, "--format=trace", "--output=" + (dir_ / "t").string()},
        "merge cannot write a Chrome trace: reports hold findings, not the events a trace draws (valid formats: json, "
        "sarif)"},

@@ -30,6 +30,10 @@ void check_Duration(uint64_t ns) {
              text.c_str());
 }
 void check_Text(const std::string& text) { expand(text); }
+void check_ExitCode(int code) { FUZZ_CHECK(code >= -1 && code <= 255, "exit code %d out of range", code); }
+void check_Level(asynccheck::rules::Level l) {
+  FUZZ_CHECK(l != asynccheck::rules::Level::None, "fail_on parsed to level none");
+}
 
 }  // namespace
 

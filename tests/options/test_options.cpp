@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "options/nearest.h"
 #include "options/options.h"
 
 namespace asynccheck {
@@ -74,6 +75,85 @@ TEST(Options, OutputFilesFromFormatAndOutput) {
   EXPECT_EQ(f.json, "r.json");
 }
 
+// One format: --output gets its extension unless it has it (issue 21); '-' is standard output.
+TEST(Options, OneFormatOutputGetsItsExtension) {
+  const struct {
+    const char* text;
+    std::string json, sarif, trace;
+  } cases[] = {
+      {"output=r", "r.json", "", ""},
+      {"output=r.%p", "r.%p.json", "", ""},
+      {"format=sarif:output=out/r", "", "out/r.sarif", ""},
+      {"format=sarif:output=r.sarif", "", "r.sarif", ""},
+      {"format=trace:output=t", "", "", "t.trace.json"},
+      {"format=trace:output=t.json", "", "", "t.json"},
+      {"format=json:output=r.sarif", "r.sarif.json", "", ""},
+      {"output=-", "-", "", ""},
+      {"format=sarif:output=-", "", "-", ""},
+      {"json=-", "-", "", ""},
+      {"trace=-:format=json:output=r", "r.json", "", "-"},
+  };
+  for (const auto& c : cases) {
+    Options o;
+    std::string error;
+    OutputFiles f;
+    ASSERT_TRUE(parse_options(c.text, o, error)) << c.text << ": " << error;
+    ASSERT_TRUE(output_files(o, f, error)) << c.text << ": " << error;
+    EXPECT_EQ(f.json, c.json) << c.text;
+    EXPECT_EQ(f.sarif, c.sarif) << c.text;
+    EXPECT_EQ(f.trace, c.trace) << c.text;
+  }
+}
+
+// On/off options are on when named alone, in ASYNCCHECK_OPTIONS as on the command line; the CI options are in the
+// table, so that raw LD_PRELOAD use has them too (issue 21).
+TEST(Options, FlagsAloneAreOnAndTheExitOptionsAreInTheTable) {
+  Options o;
+  std::string error;
+  EXPECT_EQ(o.error_exitcode, -1);
+  EXPECT_EQ(o.fail_on, rules::Level::Warning);
+  EXPECT_FALSE(o.require_monitoring);
+  ASSERT_TRUE(parse_options("stats:overwrite:error_exitcode=3:fail_on=error:require_monitoring", o, error)) << error;
+  EXPECT_TRUE(o.stats);
+  EXPECT_TRUE(o.overwrite);
+  EXPECT_TRUE(o.require_monitoring);
+  EXPECT_EQ(o.error_exitcode, 3);
+  EXPECT_EQ(o.fail_on, rules::Level::Error);
+  EXPECT_EQ(option_kind("stats"), OptionKind::Flag);
+  EXPECT_EQ(option_kind("require_monitoring"), OptionKind::Flag);
+  EXPECT_EQ(option_kind("threshold"), OptionKind::Value);
+  EXPECT_EQ(option_kind("error_exitcode"), OptionKind::Value);
+  EXPECT_EQ(option_kind("bogus"), OptionKind::Unknown);
+  const std::string help = options_help();
+  EXPECT_NE(help.find("error_exitcode (ExitCode, default none)"), std::string::npos) << help;
+  EXPECT_NE(help.find("fail_on (Level, default warning)"), std::string::npos) << help;
+  EXPECT_NE(help.find("require_monitoring (Bool, default 0)"), std::string::npos) << help;
+}
+
+// Options with a bad item: the valid ones still hold for what a broken run honours (require_monitoring).
+TEST(Options, ValidItemsOfBadOptions) {
+  Options o;
+  parse_valid_items("bogus=1:require_monitoring:threshold=soon:error_exitcode=7:fail_on=note", o);
+  EXPECT_TRUE(o.require_monitoring);
+  EXPECT_EQ(o.error_exitcode, 7);
+  EXPECT_EQ(o.fail_on, rules::Level::Note);
+  EXPECT_EQ(o.threshold, Options{}.threshold);
+}
+
+TEST(Options, NearestNameIsATypoOrABeginning) {
+  const std::vector<std::string_view> names = option_names();
+  EXPECT_EQ(nearest_name("overwrit", names), "overwrite");
+  EXPECT_EQ(nearest_name("treshold", names), "threshold");
+  EXPECT_EQ(nearest_name("threshlod", names), "threshold");  // two letters swapped: one typo
+  EXPECT_EQ(nearest_name("print_limt", names), "print_limit");
+  EXPECT_EQ(nearest_name("require_monitor", names), "require_monitoring");
+  EXPECT_EQ(nearest_name("over", names), "overwrite");  // the one name it begins
+  EXPECT_EQ(nearest_name("comp", names), "");           // begins several
+  EXPECT_EQ(nearest_name("bogus", names), "");
+  EXPECT_EQ(nearest_name("x", names), "");
+  EXPECT_EQ(nearest_name("", names), "");
+}
+
 TEST(Options, OrderOfFormatAndOutputDoesNotMatter) {
   Options o;
   std::string error;
@@ -86,7 +166,7 @@ TEST(Options, OrderOfFormatAndOutputDoesNotMatter) {
 TEST(Options, BadInputMessagesArePinned) {
   const std::string names =
       "threshold, cost_threshold, site_threshold, format, output, json, sarif, trace, log_file, save, handoff, "
-      "suppressions, baseline, save_baseline, "
+      "suppressions, baseline, save_baseline, error_exitcode, fail_on, require_monitoring, "
       "overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, summary, symbolize, "
       "activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help, library_frames";
   const struct {
@@ -94,6 +174,28 @@ TEST(Options, BadInputMessagesArePinned) {
     std::string message;
   } cases[] = {
       {"bogus=1", "unknown option 'bogus' (valid: " + names + ")"},
+      {"overwite=1", "unknown option 'overwite'; did you mean 'overwrite'? (valid: " + names + ")"},
+      {"stats:bogus", "unknown option 'bogus' (valid: " + names + ")"},
+      {"error_exitcode=256", "option 'error_exitcode': '256' is not an exit code (valid: 0 to 255)"},
+      {"error_exitcode=-1", "option 'error_exitcode': '-1' is not an exit code (valid: 0 to 255)"},
+      {"fail_on=fatal", "option 'fail_on': 'fatal' is not a level (valid: note, warning, error)"},
+      {"fail_on=none", "option 'fail_on': 'none' is not a level (valid: note, warning, error)"},
+      {"format=json,sarif:output=-",
+       "option 'output': '-' (standard output) holds one report, not 2 (--format=json,sarif; valid: one format, or a "
+       "file stem for several)"},
+      {"json=-:trace=-",
+       "the json and trace reports are both given '-' (standard output), which holds one (valid: a file for the "
+       "other)"},
+      {"save=-",
+       "option 'save': '-' (standard output) cannot hold a recording, written as the program runs beside its "
+       "own output (valid: a file)"},
+      {"log_file=-", "option 'log_file': '-' is not a stream name here (valid: stdout, stderr, or a file)"},
+      {"json=-:save_baseline=-",
+       "the json and save_baseline reports are both given '-' (standard output), which holds one (valid: a file for "
+       "the other)"},
+      {"sarif=-:log_file=stdout",
+       "the sarif report goes to standard output ('-'), and so does the summary (log_file=stdout); valid: the "
+       "summary on stderr (the default) or in a file"},
       {"threshold", "expected name=value, got 'threshold'"},
       {"threshold=fast",
        "option 'threshold': 'fast' is not a duration (valid: a whole number with ns, us, ms or s, "

@@ -434,17 +434,30 @@ TEST(Sarif, InvocationDescribesTheRunWithoutNotificationsWhenClean) {
   EXPECT_EQ(p["thresholdNs"].int64().value(), 100'000);
 }
 
+// A run that watched something but missed part of it succeeded, with warnings; one whose monitoring was off did not
+// succeed (issue 21: code scanning took "nothing watched" for a clean run), with an error saying why.
 TEST(Sarif, WhatTheRunMissedIsAToolWarning) {
   Fixture fx;
-  fx.log.run.monitoring = "off: another CUPTI subscriber";
   fx.log.run.complete = false;
   fx.log.run.dropped_records = 17;
-  const Value notes = fx.run()["invocations"][0]["toolExecutionNotifications"];
-  ASSERT_EQ(notes.size(), 3u);
+  Value inv = fx.run()["invocations"][0];
+  EXPECT_TRUE(inv["executionSuccessful"].boolean());
+  Value notes = inv["toolExecutionNotifications"];
+  ASSERT_EQ(notes.size(), 2u);
   for (const Value& n : notes.items()) EXPECT_EQ(n["level"].string(), "warning");
-  EXPECT_NE(notes[0]["message"]["text"].string().find("off: another CUPTI subscriber"), std::string::npos);
-  EXPECT_NE(notes[1]["message"]["text"].string().find("incomplete"), std::string::npos);
-  EXPECT_NE(notes[2]["message"]["text"].string().find("17 activity records"), std::string::npos);
+  EXPECT_NE(notes[0]["message"]["text"].string().find("incomplete"), std::string::npos);
+  EXPECT_NE(notes[1]["message"]["text"].string().find("17 activity records were DROPPED"), std::string::npos);
+  fx.log.run.dropped_records = 1;
+  notes = fx.run()["invocations"][0]["toolExecutionNotifications"];
+  EXPECT_NE(notes[1]["message"]["text"].string().find("1 activity record was DROPPED"), std::string::npos);
+
+  fx.log.run.monitoring = "off: another CUPTI subscriber";
+  inv = fx.run()["invocations"][0];
+  EXPECT_FALSE(inv["executionSuccessful"].boolean());
+  notes = inv["toolExecutionNotifications"];
+  ASSERT_EQ(notes.size(), 3u);
+  EXPECT_EQ(notes[0]["level"].string(), "error");
+  EXPECT_EQ(notes[0]["message"]["text"].string(), "monitoring was off: another CUPTI subscriber; nothing was watched");
 }
 
 // Calls counted without analysis (the compact_backlog limit, analysis/feed.h) are said in every format.

@@ -62,6 +62,10 @@ int main(int argc, char** argv) {
   }
   const std::string_view mode = argv[1];
   if (mode == "exit") std::exit(3);
+  if (mode == "buffered-exit") {  // left in stdio's buffer (stdout is a file): exit() flushes it after its handlers
+    std::printf("buffered\n");
+    std::exit(3);
+  }
   if (mode == "abort") std::abort();
   if (mode == "segv") *static_cast<volatile int*>(nullptr) = 1;
   if (mode == "fpe") {  // an integer division by zero the compiler cannot see (x86 traps; others return 0)

@@ -64,6 +64,7 @@ struct Case {
 
 const Case kCases[] = {
     {"exit", 0, 3, "exit", true, 1, ""},
+    {"buffered-exit", 0, 3, "exit", true, 1, "buffered\n"},
     {"abort", SIGABRT, 0, "signal SIGABRT", false, 1, ""},
     {"segv", SIGSEGV, 0, "signal SIGSEGV", false, 1, ""},
     {"bus", SIGBUS, 0, "signal SIGBUS", false, 1, ""},
@@ -124,6 +125,31 @@ TEST_F(ExitPaths, EveryEndReportsAndEndsAsItWould) {
       EXPECT_NE(slurp(dir_ / "reports" / ("report." + std::to_string(p.pid) + ".txt"))
                     .find(std::string("; the program ended by ") + c.end),
                 std::string::npos);
+    }
+  }
+}
+
+// require_monitoring=1 (issue 21), monitoring off here: every end the program chooses ends with code 4 once the
+// report is written, its output flushed as the C library would; a signal still ends it by that signal.
+TEST_F(ExitPaths, RequireMonitoringEndsEveryExitWithCode4) {
+  for (const Case& c : kCases) {
+    const std::string_view mode = c.mode;
+    if (mode != "exit" && mode != "buffered-exit" && mode != "_exit" && mode != "_Exit" && mode != "quick_exit" &&
+        mode != "thread-exit" && mode != "own-handler" && mode != "sigterm" && mode != "abort") {
+      continue;
+    }
+    SCOPED_TRACE(c.mode);
+    empty("reports");
+    const Result b = bare(c.mode);
+    const Result p = run({{kProgram.string(), c.mode},
+                          {"LD_PRELOAD=" + kLibrary.string(), "ASYNCCHECK_OPTIONS=require_monitoring=1"},
+                          dir_ / "preload"});
+    EXPECT_EQ(describe(p.status), c.signal ? describe(b.status) : "exit code 4") << p.err;
+    EXPECT_EQ(p.out, b.out);
+    if (!c.signal) {
+      EXPECT_NE(p.err.find("asynccheck: ERROR: monitoring was off and require_monitoring is set: exit code 4"),
+                std::string::npos)
+          << p.err;
     }
   }
 }

@@ -1,0 +1,20 @@
+#include "report/exit_code.h"
+
+#include <unistd.h>
+
+namespace asynccheck::report {
+
+int requested_exit_code(const Options& o, const Emitted& e) {
+  static_assert(kMonitoringOffExitCode == 4, "kMonitoringRequiredLine names the code");
+  // Monitoring off found nothing: "no findings" must not pass for "checked and clean".
+  if (o.require_monitoring && e.monitoring_off) {
+    // One write(2): the line shares stderr with the program's.
+    const ssize_t ignored = write(STDERR_FILENO, kMonitoringRequiredLine.data(), kMonitoringRequiredLine.size());
+    (void)ignored;
+    return kMonitoringOffExitCode;
+  }
+  if (o.error_exitcode >= 0 && e.worst_new != rules::Level::None && e.worst_new >= o.fail_on) return o.error_exitcode;
+  return -1;
+}
+
+}  // namespace asynccheck::report

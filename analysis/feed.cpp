@@ -9,12 +9,17 @@ namespace asynccheck {
 namespace {
 
 // Sorts `v` by `less`, stably, moving each element once: a round's calls are the threads' buffers one after another,
-// each already in order, and an element is 144 bytes; sorting indices first costs a fraction of sorting the elements.
+// each nearly in order (appended as calls return: a nested call before the one that holds it), and an element is
+// 144 bytes; sorting indices first costs a fraction of sorting the elements.
 template <typename T, typename Less>
 void sort_by(std::vector<T>& v, Less less) {
   if (std::is_sorted(v.begin(), v.end(), less)) return;
+  if (v.size() > UINT32_MAX) {  // not from any real round; indices would not fit
+    std::stable_sort(v.begin(), v.end(), less);
+    return;
+  }
   std::vector<uint32_t> order(v.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return less(v[a], v[b]); });
   std::vector<T> sorted;
   sorted.reserve(v.size());

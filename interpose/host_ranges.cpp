@@ -1,6 +1,7 @@
 #include "interpose/host_ranges.h"
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "interpose/reclaim.h"
@@ -19,6 +20,9 @@ struct HostRanges::Node {
 };
 
 namespace {
+
+// How long an update past the bound waits for the lookups in flight, at most.
+constexpr auto kWaitForReaders = std::chrono::milliseconds(1);
 
 // The treap's priority: a hash of the address (splitmix64), so that the shape does not depend on the order the
 // program allocates in, and the depth stays about 2 ln n.
@@ -94,11 +98,14 @@ void HostRanges::publish(const Node* root) {
   if (!replaced_.empty()) {
     retired_nodes_ += replaced_.size();
     retired_.push_back({reclaim::retire_epoch(), std::move(replaced_)});
-    replaced_.clear();
+    replaced_ = {};
   }
-  // Free what no reader can hold. Past the bound, wait for the readers in flight (each holds a node for one
-  // lookup) rather than let memory grow with the number of updates.
+  // Free what no reader can hold. Past the bound, wait a little for the readers in flight (each holds a node for
+  // one lookup) rather than let memory grow with the number of updates; but never long, and never for this
+  // thread's own lookup (a signal handler's allocation inside one): a reader stopped or starved keeps what it can
+  // read alive a while longer, it never makes the program's allocations hang.
   const size_t bound = 256 + 2 * live_.load(std::memory_order_relaxed);
+  const auto deadline = std::chrono::steady_clock::now() + kWaitForReaders;
   for (;;) {
     const uint64_t oldest = reclaim::oldest_reader();
     auto done = retired_.begin();
@@ -107,7 +114,7 @@ void HostRanges::publish(const Node* root) {
       retired_nodes_ -= done->nodes.size();
     }
     retired_.erase(retired_.begin(), done);
-    if (retired_nodes_ <= bound) return;
+    if (retired_nodes_ <= bound || reclaim::reading() || std::chrono::steady_clock::now() >= deadline) return;
     std::this_thread::yield();
   }
 }
@@ -115,6 +122,7 @@ void HostRanges::publish(const Node* root) {
 void HostRanges::add(uint64_t base, uint64_t bytes, rules::MemoryKind kind) {
   if (base == 0) return;
   std::lock_guard lock(writer_);
+  replaced_.clear();  // an update cut short (out of memory) published nothing: what it copied is still live
   ++write_;
   const Node *less, *rest, *same = nullptr, *greater = nullptr;
   split(root_.load(std::memory_order_relaxed), base, less, rest);
@@ -140,6 +148,7 @@ rules::MemoryKind HostRanges::remove(uint64_t base) {
   while (n != nullptr && n->base != base) n = base < n->base ? n->left : n->right;
   if (n == nullptr) return rules::MemoryKind::Unknown;
   const rules::MemoryKind kind = n->kind;
+  replaced_.clear();
   ++write_;
   const Node *less, *rest, *same = nullptr, *greater = nullptr;
   split(root_.load(std::memory_order_relaxed), base, less, rest);

@@ -5,8 +5,9 @@
 // copy, with thousands of ranges live, from many threads at once. So:
 // - lookups are lock-free: a reader walks an immutable tree (a treap keyed by base address);
 // - an update copies only the O(log n) nodes on its path (path copying) and publishes the new root under a mutex;
-// - a replaced node is freed once no reader can still hold it (epoch-based reclamation, reclaim.h): memory stays
-//   proportional to the live ranges, and no reader ever sees freed memory, however long it is paused.
+// - a replaced node is freed once no reader can still hold it (epoch-based reclamation, reclaim.h): no reader ever
+//   sees freed memory, however long it is paused, and memory stays proportional to the live ranges as long as
+//   lookups run to their end (a paused one keeps what it could read alive; an update never waits for it long).
 #pragma once
 
 #include <atomic>

@@ -30,6 +30,8 @@ class ReadSection {
 
 // For the writer, after publishing a new version: the tag of what the publish replaced.
 uint64_t retire_epoch();
+// Whether the calling thread is inside a ReadSection (a writer must not wait for itself).
+bool reading();
 // The oldest epoch a reader still reads in; what was tagged below it can be freed. Max when no one reads.
 uint64_t oldest_reader();
 constexpr uint64_t kNoReader = std::numeric_limits<uint64_t>::max();

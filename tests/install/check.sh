@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs asynccheck as a user would, into a scratch directory, and runs the installed command from there:
-#   prefix: `cmake --install BUILD_DIR --prefix SCRATCH`.
+#   prefix: `cmake --install BUILD_DIR --prefix SCRATCH`;
+#   deb:    the package `cpack -G DEB` makes, unpacked with `dpkg-deb -x` (what dpkg installs, without root).
 # Checks the installed layout (command, library, docs, man page), that the installed library's own libraries all
 # resolve, and that the installed command finds the installed library and analyzes a committed recording.
-# usage: tests/install/check.sh prefix BUILD_DIR [CMAKE]
+# usage: tests/install/check.sh prefix|deb BUILD_DIR [CMAKE] [CPACK]
 set -euo pipefail
 mode=$1
 build=$(cd "$2" && pwd)
 cmake=${3:-cmake}
+cpack=${4:-cpack}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -24,7 +26,23 @@ case $mode in
     }
     root=$scratch/prefix
     ;;
-  *) fail "usage: tests/install/check.sh prefix BUILD_DIR [CMAKE]" ;;
+  deb)
+    if ! command -v dpkg-deb >/dev/null 2>&1; then
+      echo "SKIPPED: dpkg-deb is not installed (not a Debian or Ubuntu machine)"
+      exit 77
+    fi
+    # -B: the package and CPack's staging tree go to the scratch directory, not into the build tree.
+    "$cpack" -G DEB -B "$scratch/pkg" --config "$build/CPackConfig.cmake" >"$scratch/cpack.log" || {
+      cat "$scratch/cpack.log"
+      fail "cpack -G DEB"
+    }
+    deb=$(ls "$scratch"/pkg/*.deb)
+    echo "package: $(basename "$deb")"
+    dpkg-deb --field "$deb" Package Version Architecture Depends
+    dpkg-deb -x "$deb" "$scratch/root"
+    root=$scratch/root/usr
+    ;;
+  *) fail "usage: tests/install/check.sh prefix|deb BUILD_DIR [CMAKE] [CPACK]" ;;
 esac
 
 cmd=$root/bin/asynccheck

@@ -3,6 +3,7 @@
 //   asynccheck analyze RECORDING [options]   analyze a recording offline, no GPU needed (analyze.cpp)
 //   asynccheck merge [options] REPORT.json... combine the JSON reports of many processes into one (merge.cpp)
 //   asynccheck --list-rules[=markdown]       the documented rules asynccheck knows
+//   asynccheck --version                     "asynccheck X.Y.Z" (version.h, from CMake's project version)
 // Options: every library option as --name=value (see --help), plus --error-exitcode N and --fail-on LEVEL.
 #include <iostream>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "rules/rules_markdown.h"
+#include "version.h"
 
 using namespace asynccheck;
 using namespace asynccheck::cli;
@@ -20,7 +22,8 @@ void print_help() {
   std::cout << "usage: asynccheck [options] -- PROGRAM [ARGS...]   run PROGRAM with asynccheck attached\n"
                "       asynccheck analyze RECORDING [options]     analyze a run saved with --save (also: --read=FILE)\n"
                "       asynccheck merge [options] REPORT.json...  combine JSON reports of many processes (MPI ranks)\n"
-               "       asynccheck --list-rules[=markdown]         the documented rules asynccheck knows\n\n"
+               "       asynccheck --list-rules[=markdown]         the documented rules asynccheck knows\n"
+               "       asynccheck --version                       the version\n\n"
                "  --error-exitcode=N   exit with N when findings at or above --fail-on exist that are not in the\n"
                "                       --baseline (default: exit with the program's own code)\n"
                "  --fail-on=LEVEL      note, warning or error (default warning)\n"
@@ -37,6 +40,10 @@ int main(int argc, char** argv) {
   if (args.size() < 2) return usage_error("no program to run (usage: asynccheck [options] -- PROGRAM [ARGS...])");
   if (args[1] == "--help" || args[1] == "-h") {
     print_help();
+    return 0;
+  }
+  if (args[1] == "--version") {
+    std::cout << "asynccheck " ASYNCCHECK_VERSION "\n";
     return 0;
   }
   if (args[1] == "--list-rules" || args[1] == "--list-rules=text") {

@@ -8,13 +8,13 @@
 
 #include "report/report.h"
 #include "report/suppressions.h"
+#include "version.h"
 
 namespace asynccheck::report {
 namespace {
 
-// The project's version as CMakeLists.txt's project(asynccheck VERSION ...) declares it: no macro carries it into
-// the code yet, so keep the two in step.
-constexpr std::string_view kToolVersion = "0.1.0";
+// The project's version, from CMakeLists.txt's project(asynccheck VERSION ...) through the configured version.h.
+constexpr std::string_view kToolVersion = ASYNCCHECK_VERSION;
 // The address editors and viewers resolve the schema from (SchemaStore's copy of the OASIS schema).
 constexpr std::string_view kSchemaUri = "https://json.schemastore.org/sarif-2.1.0.json";
 // The conventional name GitHub code scanning and the SARIF SDK use for the checkout's root.

@@ -85,6 +85,20 @@ TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
   }
 }
 
+// The version is CMake's project version, in --version and in the SARIF driver alike (one configured header).
+TEST_F(Cli, VersionIsTheProjectVersion) {
+  Result r = asynccheck({"--version"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  EXPECT_EQ(r.out, "asynccheck " ASYNCCHECK_PROJECT_VERSION "\n");
+  EXPECT_EQ(r.err, "");
+  const fs::path sarif = dir_ / "r.sarif";
+  r = asynccheck({"analyze", kRecording.string(), "--sarif=" + sarif.string()});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  const std::string text = slurp(sarif);
+  EXPECT_NE(text.find("\"version\": \"" ASYNCCHECK_PROJECT_VERSION "\""), std::string::npos) << text.substr(0, 400);
+  EXPECT_NE(text.find("\"semanticVersion\": \"" ASYNCCHECK_PROJECT_VERSION "\""), std::string::npos);
+}
+
 TEST_F(Cli, AnalyzeBadInput) {
   std::ofstream(dir_ / "junk.rec") << "hello\n";
   Result r = asynccheck({"analyze", (dir_ / "none.rec").string()});

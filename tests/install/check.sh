@@ -3,7 +3,8 @@
 #   prefix: `cmake --install BUILD_DIR --prefix SCRATCH`;
 #   deb:    the package `cpack -G DEB` makes, unpacked with `dpkg-deb -x` (what dpkg installs, without root).
 # Checks the installed layout (command, library, docs, man page), that the installed library's own libraries all
-# resolve, and that the installed command finds the installed library and analyzes a committed recording.
+# resolve, and that the installed command prints its version, finds the installed library and analyzes a committed
+# recording.
 # usage: tests/install/check.sh prefix|deb BUILD_DIR [CMAKE] [CPACK]
 set -euo pipefail
 mode=$1
@@ -61,6 +62,10 @@ if ldd "$lib" | grep 'not found'; then
   fail "the installed library's dependencies do not all resolve"
 fi
 
+version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
+out=$("$cmd" --version) || fail "asynccheck --version exited $?"
+[ "$out" = "asynccheck $version" ] || fail "asynccheck --version printed '$out', not 'asynccheck $version'"
+echo "ran: asynccheck --version ($out)"
 "$cmd" --help >"$scratch/help.txt" || fail "asynccheck --help exited $?"
 grep -q '^usage: asynccheck' "$scratch/help.txt" || fail "asynccheck --help printed no usage"
 echo "ran: asynccheck --help"

@@ -45,7 +45,7 @@ cuda=/usr/local/cuda
 if command -v nvcc >/dev/null 2>&1; then
   cuda=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
 fi
-if ! find -L "$cuda/" -name cupti.h 2>/dev/null | grep -q .; then
+if [ -z "$(find -L "$cuda/" -name cupti.h -print -quit 2>/dev/null)" ]; then
   echo "install-deps: the packages are installed, but no CUDA with CUPTI was found (cupti.h under $cuda). Install" >&2
   echo "  NVIDIA's CUDA toolkit 12 or newer, which includes CUPTI: https://developer.nvidia.com/cuda-downloads" >&2
   exit 1

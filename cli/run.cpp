@@ -48,13 +48,21 @@ std::string child_options(const Options& o, const std::string& recording) {
   return s.str();
 }
 
-fs::path library_path(const char* argv0) {
+// The library is looked for from the command's own path, never from the environment, so that a command always
+// attaches its own build of the library: where the installation puts it (ASYNCCHECK_LIB_FROM_BIN, the path from
+// the install's bin/ to its lib/, made by cli/CMakeLists.txt), in the build tree's lib/, or next to the command.
+// Not found: empty, with the places looked in.
+fs::path library_path(const char* argv0, std::string& looked_in) {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   fs::path self = n > 0 ? fs::path(std::string(buf, static_cast<size_t>(n))) : fs::path(argv0);
-  for (fs::path p :
-       {self.parent_path() / "libasynccheck.so", self.parent_path().parent_path() / "lib" / "libasynccheck.so"}) {
-    if (fs::exists(p)) return p;
+  const fs::path dir = self.parent_path();
+  std::vector<fs::path> places = {(dir / ASYNCCHECK_LIB_FROM_BIN).lexically_normal(),
+                                  (dir.parent_path() / "lib").lexically_normal(), dir};
+  places.erase(std::unique(places.begin(), places.end()), places.end());
+  for (const fs::path& p : places) {
+    if (fs::exists(p / "libasynccheck.so")) return p / "libasynccheck.so";
+    looked_in += (looked_in.empty() ? "" : ", ") + p.string();
   }
   return {};
 }
@@ -84,8 +92,10 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   report::ReportInputs inputs;
   if (!report::prepare_report(cli.opts, static_cast<int>(getpid()), process_rank(), inputs, error))
     return usage_error(error);
-  const fs::path lib = library_path(argv0);
-  if (lib.empty()) return usage_error("libasynccheck.so not found next to the asynccheck command or in ../lib");
+  std::string looked_in;
+  const fs::path lib = library_path(argv0, looked_in);
+  if (lib.empty())
+    return usage_error("libasynccheck.so not found beside the asynccheck command (looked in " + looked_in + ")");
   // A program that cannot be started ends the command as it would end a shell's: same code, same words.
   if (const std::optional<NotRunnable> no = check_program(args[i], getenv("PATH"))) {
     std::cerr << "asynccheck: ERROR: " << report::printable(no->message) << "\n";

@@ -18,21 +18,20 @@ using namespace asynccheck::cli;
 namespace asynccheck::cli {
 
 void print_help() {
-  std::cout
-      << "usage: asynccheck [options] -- PROGRAM [ARGS...]   run PROGRAM with asynccheck attached\n"
-         "       asynccheck analyze RECORDING [options]     analyze a run saved with --save (also: --read=FILE)\n"
-         "       asynccheck merge [options] REPORT.json...  combine JSON reports of many processes (MPI ranks)\n"
-         "       asynccheck --list-rules[=text|markdown|json] the documented rules asynccheck knows\n"
-         "       asynccheck --version                       the version\n"
-         "       asynccheck SUBCOMMAND --help               a subcommand's own help\n\n"
-         "  --read=FILE          same as 'analyze FILE'\n"
-         "On/off options are on as a bare --name (--overwrite); off as --name=0.\n"
-         "Output paths expand %p (pid), %h (host) and %r (MPI/Slurm rank, else the pid): docs/mpi.md.\n"
-         "A report path '-' is standard output (--json=-).\n"
-         "Exit codes: the program's own; 2 bad options or input (the program did not run); 126/127 the program\n"
-         "could not be started (as a shell); 1 a report could not be written; --error-exitcode's N; 4 monitoring\n"
-         "could not start, with --require-monitoring.\n\n"
-      << options_help();
+  std::cout << "usage: asynccheck [options] -- PROGRAM [ARGS...]   run PROGRAM with asynccheck attached\n"
+               "       asynccheck analyze RECORDING [options]     analyze a run saved with --save (also: --read=FILE)\n"
+               "       asynccheck merge [options] REPORT.json...  combine JSON reports of many processes (MPI ranks)\n"
+               "       asynccheck --list-rules[=text|markdown|json]  the documented rules asynccheck knows\n"
+               "       asynccheck --version                       the version\n"
+               "       asynccheck SUBCOMMAND --help               a subcommand's own help\n\n"
+               "  --read=FILE          same as 'analyze FILE'\n"
+               "On/off options are on as a bare --name (--overwrite); off as --name=0.\n"
+               "Output paths expand %p (pid), %h (host) and %r (MPI/Slurm rank, else the pid): docs/mpi.md.\n"
+               "A report path '-' is standard output (--json=-).\n"
+               "Exit codes: the program's own; 2 bad options or input (the program did not run); 126/127 the program\n"
+               "could not be started (as a shell); 1 a report could not be written (and the program exited 0);\n"
+               "--error-exitcode's N for findings; 4 monitoring could not start, with --require-monitoring.\n\n"
+            << options_help();
 }
 
 }  // namespace asynccheck::cli

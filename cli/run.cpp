@@ -143,8 +143,9 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
     if (code >= 0 && override_code != report::kMonitoringOffExitCode) override_code = code;
   }
   fs::remove_all(dir);
-  if (recordings.empty() && cli.opts.require_monitoring) {
-    // No process left a recording: the library never ran in the program (a static binary, secure execution).
+  if (recordings.empty() && cli.opts.require_monitoring && WIFEXITED(status)) {
+    // No process left a recording: the library never ran in the program (a static binary, secure execution). A
+    // program killed by a signal ends by it below, as always.
     std::cerr << "asynccheck: ERROR: no process of the program was monitored (the library was not loaded: a "
                  "statically linked program, or a setuid one); exit code "
               << report::kMonitoringOffExitCode << " (--require-monitoring)\n";

@@ -54,6 +54,7 @@ report::ReportInputs* g_inputs = nullptr;
 // The code the options ask the process to end with once its report is written (report/exit_code.h), or -1: the
 // program's own. Atomic: read by the async-signal-safe ends (_exit, quick_exit).
 std::atomic<int> g_exit_code{-1};
+bool g_preloaded = false;  // started by LD_PRELOAD's constructor, before the program's own code (core.h Origin)
 
 // Exactly one report per process: the first end to move the state from Idle to Writing writes it (an exit
 // handler on its own thread, or the reporter thread for the ends below); every other end finds it Writing or
@@ -260,7 +261,16 @@ void emit_report(EndKind kind, int sig) {
       report::emit(log, g_capturing ? &result.analysis : nullptr, report_options, *g_inputs);
   // The exit code the options ask for (require_monitoring, error_exitcode), applied as the process ends
   // (apply_exit_code). Under the asynccheck command (a hand-off) the command decides it from every process's report.
-  if (g_options->handoff.empty()) g_exit_code.store(report::requested_exit_code(*g_options, emitted));
+  const int code = g_options->handoff.empty() ? report::requested_exit_code(*g_options, emitted) : -1;
+  if (code >= 0 && !g_preloaded) {
+    // Loaded by CUDA_INJECTION64_PATH at cuInit, after the program registered its own exit handlers: ending the
+    // process from ours would skip them, and the _exit shim is not in place. The program's code stands.
+    say("WARNING: exit code " + std::to_string(code) +
+        " not applied: error_exitcode and require_monitoring take effect under LD_PRELOAD or the asynccheck command, "
+        "not CUDA_INJECTION64_PATH; the program's own exit code stands");
+  } else if (code >= 0) {
+    g_exit_code.store(code);
+  }
   if (g_recording) finish_recording(log);
   if (!g_options->handoff.empty()) {  // the asynccheck command reports from this
     std::ostringstream rec;
@@ -573,10 +583,12 @@ void report_before_signal(int sig) {
   ask_for_report(EndKind::Signal, sig);
 }
 
-void start(Origin) {
+void start(Origin origin) {
   if (g_started.exchange(true)) return;  // both shims of the same library: one core
-  // Before any report handler is registered, so that it runs after all of them (exit handlers run in reverse).
-  std::atexit(apply_exit_code);
+  g_preloaded = origin == Origin::Preload;
+  // Before any report handler is registered, so that it runs after all of them (exit handlers run in reverse), and
+  // under LD_PRELOAD before the program's own code, so that it runs after every handler the program registers.
+  if (g_preloaded) std::atexit(apply_exit_code);
   g_options = new Options;
   g_run = new RunInfo;
   g_inputs = new report::ReportInputs;

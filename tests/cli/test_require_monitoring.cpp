@@ -2,9 +2,11 @@
 // With --require-monitoring (require_monitoring=1 in ASYNCCHECK_OPTIONS) it exits with code 4; its SARIF says
 // executionSuccessful false, option or not. This machine has no GPU: asynccheck fails open here, which is the case
 // under test. Without the option the program's own exit code is kept, as always.
+#include <elf.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -73,7 +75,39 @@ TEST_F(Cli, RequireMonitoringWithACudaProgram) {
 #endif
 }
 
+// Whether `program` is a static executable (no PT_INTERP): LD_PRELOAD never loads the library into it.
+bool is_static(const fs::path& program) {
+  std::ifstream in(program, std::ios::binary);
+  Elf64_Ehdr eh{};
+  if (!in.read(reinterpret_cast<char*>(&eh), sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64) {
+    return false;
+  }
+  for (int k = 0; k < eh.e_phnum; ++k) {
+    Elf64_Phdr ph{};
+    in.seekg(static_cast<std::streamoff>(eh.e_phoff + static_cast<uint64_t>(k) * eh.e_phentsize));
+    if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) return false;
+    if (ph.p_type == PT_INTERP) return false;
+  }
+  return true;
+}
+
+// A static program never loads the library: no process reported, and the requirement says so.
+TEST_F(Cli, RequireMonitoringWhenNoProcessCouldBeMonitored) {
+  const fs::path ldconfig = "/sbin/ldconfig";  // static on Debian and Ubuntu
+  if (!fs::exists(ldconfig) || !is_static(ldconfig)) GTEST_SKIP() << "no static program at " << ldconfig;
+  Result r = asynccheck({"--", ldconfig.string(), "--version"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  r = asynccheck({"--require-monitoring", "--", ldconfig.string(), "--version"});
+  EXPECT_EQ(r.code(), 4) << r.err;
+  EXPECT_EQ(r.first_err_line(),
+            "asynccheck: ERROR: no process of the program was monitored (the library was not loaded: a statically "
+            "linked program, or a setuid one); exit code 4 (--require-monitoring)");
+}
+
 TEST_F(Cli, SarifOfARunWithoutMonitoringIsNotSuccessful) {
+  const fs::path for_schema = fs::path(ASYNCCHECK_BINARY_DIR) / "monitoring_off.sarif";
+  fs::remove(for_schema);  // where a GPU is, none: the schema check skips itself
   if (monitoring_starts()) GTEST_SKIP() << "a GPU is here: monitoring starts";
   const fs::path sarif = dir_ / "r.sarif";
   const Result r = asynccheck({"--sarif=" + sarif.string(), "--", "/bin/true"});
@@ -86,6 +120,8 @@ TEST_F(Cli, SarifOfARunWithoutMonitoringIsNotSuccessful) {
   EXPECT_FALSE(inv["executionSuccessful"].boolean());
   EXPECT_EQ(inv["toolExecutionNotifications"][0]["level"].string(), "error");
   EXPECT_TRUE(inv["toolExecutionNotifications"][0]["message"]["text"].string().starts_with("monitoring was off: "));
+  // For the schema check (tests/cli/CMakeLists.txt: cli.monitoring_off_sarif_schema).
+  fs::copy_file(sarif, for_schema, fs::copy_options::overwrite_existing);
 }
 
 // Raw LD_PRELOAD use: the library ends the process with code 4 once its report is written and the program's own

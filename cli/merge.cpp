@@ -20,8 +20,9 @@ constexpr std::string_view kUsage = "usage: asynccheck merge [options] REPORT.js
 
 // The options that mean something for reports already made (the rest describe capture or events).
 constexpr std::string_view kMergeOptions[] = {
-    "format",       "output",   "json",          "sarif",     "log_file",       "summary", "print_limit",
-    "suppressions", "baseline", "save_baseline", "overwrite", "error_exitcode", "fail_on", "require_monitoring"};
+    "format",        "output",      "json",           "sarif",       "log_file",
+    "summary",       "print_limit", "suppressions",   "source_root", "baseline",
+    "save_baseline", "overwrite",   "error_exitcode", "fail_on",     "require_monitoring"};
 
 void print_merge_help() {
   std::cout << kUsage

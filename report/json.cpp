@@ -5,6 +5,7 @@
 #include "analysis/names.h"
 #include "analysis/utf8.h"
 #include "report/report.h"
+#include "report/source_root.h"
 
 namespace asynccheck::report {
 
@@ -74,9 +75,10 @@ namespace {
 
 std::string quote(std::string_view s) { return json_string(s); }
 
-void frame_json(std::ostream& o, const Frame& f) {
-  o << "{\"function\": " << quote(f.function) << ", \"file\": " << quote(f.file) << ", \"line\": " << f.line
-    << ", \"module\": " << quote(f.module) << ", \"offset\": " << f.offset << ", \"ip\": " << f.ip << "}";
+void frame_json(std::ostream& o, const Frame& f, const std::string& root) {
+  o << "{\"function\": " << quote(f.function) << ", \"file\": " << quote(shown_file(f.file, root))
+    << ", \"line\": " << f.line << ", \"module\": " << quote(f.module) << ", \"offset\": " << f.offset
+    << ", \"ip\": " << f.ip << "}";
 }
 
 void rank_json(std::ostream& o, int64_t rank, const std::string& variable) {
@@ -149,7 +151,7 @@ void write_json(std::ostream& o, const ReportData& data) {
     o << (i ? ",\n" : "\n") << "    {\"rule\": " << quote(rule.id)
       << ", \"level\": " << quote(rules::level_name(s.level)) << ", \"verdict\": " << quote(verdict_text(s.verdict))
       << ", \"title\": " << quote(rule.title) << ", \"api\": " << quote(s.api) << ", \"location\": ";
-    frame_json(o, s.site.frame);
+    frame_json(o, s.site.frame, data.shown_root);
     // Only for a call made inside a library, so that other reports keep their form.
     if (!s.site.library_entry.empty()) o << ", \"library_entry\": " << quote(s.site.library_entry);
     o << ", \"count\": " << s.count << ", \"measure\": " << quote(s.gpu_side ? "gpu_delay_ns" : "host_ns")
@@ -173,7 +175,7 @@ void write_json(std::ostream& o, const ReportData& data) {
     o << ", \"stack\": [";
     for (size_t k = 0; k < s.site.frames.size(); ++k) {
       if (k) o << ", ";
-      frame_json(o, s.site.frames[k]);
+      frame_json(o, s.site.frames[k], data.shown_root);
     }
     o << "]";
     if (!data.processes.empty()) shares_json(o, s.processes);

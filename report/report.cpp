@@ -1,4 +1,5 @@
 #include "report/report.h"
+#include "report/source_root.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -320,6 +321,7 @@ Emitted write_report(ReportData& data, const Options& options, const ReportInput
   OutputFiles files;
   std::string error;
   output_files(options, files, error);
+  set_source_root(data, options.source_root);
   auto save = [&](const std::string& path, const std::string& content) {
     if (path.empty()) return;
     if (path == kStdout) {  // after the program's own output: the report is written at its end

@@ -129,6 +129,7 @@ struct ReportData {
   std::vector<SuppressionUse> suppressions;  // every suppression given, with its hit counts (0 = unused)
   std::string baseline;                      // path of the --baseline file, empty if none
   std::string source_root;                   // files under it are reported relative to it (SARIF); default: cwd
+  std::string shown_root;  // the source_root option, normalized: JSON and the summary too (source_root.h); or empty
   // The modules that are libraries rather than the user's code when call sites are chosen (option library_frames);
   // the trace chooses them again for the suppressed findings.
   std::vector<std::string> library_patterns = default_library_patterns();

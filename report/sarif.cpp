@@ -8,6 +8,7 @@
 
 #include "report/plural.h"
 #include "report/report.h"
+#include "report/source_root.h"
 #include "report/suppressions.h"
 #include "version.h"
 
@@ -108,39 +109,27 @@ std::string uri_escape(std::string_view path) {
   return out;
 }
 
-// The source root as an absolute, normalized path without a trailing slash ("/" stays "/"). Lexical only: the
-// files named in a recording need not exist here.
-std::string normalized_root(const std::string& source_root) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path root = source_root.empty() ? fs::current_path(ec) : fs::path(source_root);
-  if (ec) root = "/";
-  if (root.is_relative()) root = fs::current_path(ec) / root;
-  std::string s = root.lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
-}
-
 std::string root_uri(const std::string& root) { return "file://" + uri_escape(root) + (root == "/" ? "" : "/"); }
-
-// `path` relative to `root` when it lies under it.
-std::optional<std::string> under_root(const std::string& path, const std::string& root) {
-  if (root == "/") return path.substr(1);
-  if (path.size() > root.size() + 1 && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/') {
-    return path.substr(root.size() + 1);
-  }
-  return std::nullopt;
-}
 
 // Files under the root are relative to SRCROOT (so that code scanning maps them onto the checkout), other absolute
 // files are file:// URIs, and relative ones (debug info without its compilation directory) stay relative without a
-// base: we do not know what they are relative to.
-Json artifact_location(const std::string& file, const std::string& root) {
+// base: we do not know what they are relative to. Unless a source root was given (`given`): then a relative file
+// was made relative to it (a JSON report merged, written with the same source_root).
+struct SourceRoot {
+  std::string path;  // normalized_root
+  bool given;        // by the source_root option (else the working directory)
+};
+
+Json artifact_location(const std::string& file, const SourceRoot& root) {
   const std::filesystem::path p = std::filesystem::path(file).lexically_normal();
   const std::string normal = p.string();
   Json loc = Json::object();
-  if (!p.is_absolute()) return loc.set("uri", str(uri_escape(normal)));
-  if (auto rel = under_root(normal, root)) return loc.set("uri", str(uri_escape(*rel))).set("uriBaseId", str(kSrcRoot));
+  if (!p.is_absolute()) {
+    loc.set("uri", str(uri_escape(normal)));
+    return root.given ? loc.set("uriBaseId", str(kSrcRoot)) : loc;
+  }
+  if (auto rel = under_root(normal, root.path))
+    return loc.set("uri", str(uri_escape(*rel))).set("uriBaseId", str(kSrcRoot));
   return loc.set("uri", str("file://" + uri_escape(normal)));
 }
 
@@ -148,7 +137,7 @@ Json artifact_location(const std::string& file, const std::string& root) {
 
 bool has_function(const Frame& f) { return !f.function.empty() && f.function != "??"; }
 
-Json physical_location(const Frame& f, const std::string& root) {
+Json physical_location(const Frame& f, const SourceRoot& root) {
   Json phys = Json::object();
   phys.set("artifactLocation", artifact_location(f.file, root));
   if (f.line > 0) phys.set("region", Json::object().set("startLine", Json::integer(f.line)));
@@ -168,7 +157,7 @@ Json logical_locations(const Frame& f) {
 }
 
 // Where a result is: the source line when the site has one, otherwise its function or module, described in words.
-Json result_location(const CallSite& site, const std::string& root) {
+Json result_location(const CallSite& site, const SourceRoot& root) {
   const Frame& f = site.frame;
   Json loc = Json::object();
   if (!f.file.empty()) {
@@ -181,7 +170,7 @@ Json result_location(const CallSite& site, const std::string& root) {
   return loc.set("message", message(where));
 }
 
-Json stack_frame(const Frame& f, const std::string& root) {
+Json stack_frame(const Frame& f, const SourceRoot& root) {
   Json loc = Json::object();
   if (!f.file.empty()) loc.set("physicalLocation", physical_location(f, root));
   if (has_function(f)) loc.set("logicalLocations", function_location(f));
@@ -191,7 +180,7 @@ Json stack_frame(const Frame& f, const std::string& root) {
   return frame;
 }
 
-Json call_stack(const CallSite& site, const std::string& root) {
+Json call_stack(const CallSite& site, const SourceRoot& root) {
   Json frames = Json::array();
   for (const Frame& f : site.frames) frames.push(stack_frame(f, root));
   Json stack = Json::object().set("message", message("the calling thread's stack, innermost frame first"));
@@ -331,7 +320,7 @@ Json suppression_of(const ReportData& data, const SiteRow& row) {
   return Json::array().push(Json::object().set("kind", str("external")).set("justification", str(why)));
 }
 
-Json result(const ReportData& data, const SiteRow& row, const std::string& root, bool suppressed) {
+Json result(const ReportData& data, const SiteRow& row, const SourceRoot& root, bool suppressed) {
   Json r = Json::object();
   r.set("ruleId", str(rules::rule(row.rule).id)).set("ruleIndex", Json::integer(rule_index(row.rule)));
   r.set("level", str(rules::level_name(row.level))).set("message", message(result_text(row)));
@@ -343,7 +332,7 @@ Json result(const ReportData& data, const SiteRow& row, const std::string& root,
   return r.set("properties", result_properties(row));
 }
 
-Json results(const ReportData& data, const std::string& root) {
+Json results(const ReportData& data, const SourceRoot& root) {
   Json out = Json::array();
   for (const SiteRow& row : data.rows) out.push(result(data, row, root, false));
   for (const SiteRow& row : data.suppressed) out.push(result(data, row, root, true));
@@ -419,10 +408,10 @@ Json run_properties(const ReportData& data) {
 }
 
 Json run(const ReportData& data) {
-  const std::string root = normalized_root(data.source_root);
+  const SourceRoot root{normalized_root(data.source_root), !data.shown_root.empty()};
   Json r = Json::object();
   r.set("tool", tool()).set("invocations", invocations(data));
-  r.set("originalUriBaseIds", Json::object().set(kSrcRoot, Json::object().set("uri", str(root_uri(root)))));
+  r.set("originalUriBaseIds", Json::object().set(kSrcRoot, Json::object().set("uri", str(root_uri(root.path)))));
   return r.set("results", results(data, root)).set("properties", run_properties(data));
 }
 

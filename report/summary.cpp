@@ -4,6 +4,7 @@
 
 #include "report/plural.h"
 #include "report/report.h"
+#include "report/source_root.h"
 
 namespace asynccheck::report {
 namespace {
@@ -129,6 +130,17 @@ std::string nvtx_text(const SiteRow& row) {
 
 namespace {
 
+// Where the summary says a call site is: its file relative to the source root when one was given and the file lies
+// under it ("src/train/loop.cu:79": base names alone clash in a repository), else CallSite::where ("loop.cu:79").
+std::string shown_where(const CallSite& site, const std::string& root) {
+  const Frame& f = site.frame;
+  if (!root.empty() && site.known() && !f.file.empty() && f.line > 0) {
+    const std::string shown = shown_file(f.file, root);
+    if (shown != f.file) return shown + ":" + std::to_string(f.line);
+  }
+  return site.where();
+}
+
 // Who a merged site or report came from: "ranks 0, 1, 3" or "pids 12, 13" (ranks where every process had one).
 std::string who(const std::vector<std::pair<int, int64_t>>& procs) {
   const bool ranks = std::all_of(procs.begin(), procs.end(), [](const auto& p) { return p.second >= 0; });
@@ -218,7 +230,7 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
     out << "\n#" << shown << " " << rules::level_name(r.level) << " [" << rule.id << "] " << printable(r.api);
     // A call made inside a library (cuBLAS, libtorch): "in cublasDgemv_v2, called at app.cu:219".
     if (!r.site.library_entry.empty()) out << " in " << printable(short_function(r.site.library_entry)) << ", called";
-    out << " at " << printable(r.site.where());
+    out << " at " << printable(shown_where(r.site, data.shown_root));
     if (r.in_baseline) out << " (in baseline)";
     if (r.site.known() && !r.site.frame.function.empty() && r.site.frame.function != "??") {
       out << " in " << printable(short_function(r.site.frame.function));

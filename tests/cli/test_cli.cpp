@@ -24,7 +24,8 @@ namespace {
 // The options the command names as valid: the table's, dashed, then its own --read.
 const std::string kValidOptions =
     "threshold, cost-threshold, site-threshold, format, output, json, sarif, trace, log-file, save, handoff, "
-    "suppressions, baseline, save-baseline, error-exitcode, fail-on, require-monitoring, overwrite, compact, "
+    "suppressions, source-root, baseline, save-baseline, error-exitcode, fail-on, require-monitoring, overwrite, "
+    "compact, "
     "compact-round, compact-backlog, flush-period, stats, print-limit, summary, symbolize, activity-buffer-kb, "
     "device-buffers, device-buffer-kb, signal-timeout, help, library-frames, read";
 

@@ -106,6 +106,20 @@ TEST_F(Cli, ReportsToStandardOutput) {
   EXPECT_TRUE(r.out.starts_with("out\n{\n  \"schema\": \"asynccheck-report\"")) << r.out.substr(0, 200);
 }
 
+// --source-root (issue 21): a recording made on another machine (its files under /work/main, which need not exist
+// here) maps onto the checkout: JSON and the summary name the file relative to the root.
+TEST_F(Cli, SourceRootMakesPathsRelativeToTheCheckout) {
+  Result r = asynccheck({"analyze", kRecording.string(), "--json=-"});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  const std::string recorded = "/work/main/samples/seed000_answer/seed000_answer.cu";
+  ASSERT_NE(r.out.find("\"file\": \"" + recorded + "\""), std::string::npos) << r.out.substr(0, 2000);
+  r = asynccheck({"analyze", kRecording.string(), "--json=-", "--source-root=/work/main"});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  EXPECT_NE(r.out.find("\"file\": \"samples/seed000_answer/seed000_answer.cu\""), std::string::npos)
+      << r.out.substr(0, 2000);
+  EXPECT_NE(r.err.find(" at samples/seed000_answer/seed000_answer.cu:"), std::string::npos) << r.err;
+}
+
 // With one format, --output gets its extension (it had to be spelled out before).
 TEST_F(Cli, OneFormatOutputGetsItsExtension) {
   Result r = asynccheck({"analyze", kRecording.string(), "--format=sarif", "--output=" + (dir_ / "r").string()});

@@ -166,7 +166,7 @@ TEST(Options, OrderOfFormatAndOutputDoesNotMatter) {
 TEST(Options, BadInputMessagesArePinned) {
   const std::string names =
       "threshold, cost_threshold, site_threshold, format, output, json, sarif, trace, log_file, save, handoff, "
-      "suppressions, baseline, save_baseline, error_exitcode, fail_on, require_monitoring, "
+      "suppressions, source_root, baseline, save_baseline, error_exitcode, fail_on, require_monitoring, "
       "overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, summary, symbolize, "
       "activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help, library_frames";
   const struct {

@@ -14,6 +14,7 @@
 #include "analysis/recording.h"
 #include "report/json_value.h"
 #include "report/report.h"
+#include "report/source_root.h"
 
 namespace asynccheck::report {
 namespace {
@@ -288,6 +289,59 @@ TEST(Sarif, FileOutsideSourceRootIsAnAbsoluteFileUri) {
   const Value artifact = artifact_of(fx.run()["results"][0]);
   EXPECT_EQ(artifact["uri"].string(), "file:///src/proj/app%20dir/main.cu");
   EXPECT_FALSE(artifact.has("uriBaseId"));
+}
+
+// --source-root (issue 21): a report made in build/, or on another machine, names the checkout's files relative to
+// its root in every format: SARIF against %SRCROOT%, JSON and the summary as relative paths.
+TEST(SourceRoot, GivenItMapsFilesOntoTheCheckoutInEveryFormat) {
+  Fixture fx;
+  const std::filesystem::path root = std::filesystem::temp_directory_path() / "asynccheck-srcroot-test";
+  std::filesystem::create_directories(root / "app dir");
+  set_source_root(fx.data, root.string() + "/./");
+  EXPECT_EQ(fx.data.shown_root, root.string());
+  fx.data.rows[0].site.frame.file = root.string() + "/app dir/../app dir/main.cu";
+  fx.data.rows[0].site.frames[0].file = fx.data.rows[0].site.frame.file;
+  const Value run = fx.run();
+  const Value& artifact = artifact_of(run["results"][0]);
+  EXPECT_EQ(artifact["uri"].string(), "app%20dir/main.cu");
+  EXPECT_EQ(artifact["uriBaseId"].string(), "SRCROOT");
+  EXPECT_EQ(run["originalUriBaseIds"]["SRCROOT"]["uri"].string(), "file://" + root.string() + "/");
+  std::ostringstream json;
+  write_json(json, fx.data);
+  const Value sites = parse(json.str())["sites"];
+  EXPECT_EQ(sites[0]["location"]["file"].string(), "app dir/main.cu");
+  EXPECT_EQ(sites[0]["stack"][0]["file"].string(), "app dir/main.cu");
+  EXPECT_EQ(sites[0]["stack"][1]["file"].string(), "./csu/../sysdeps/nptl/libc_start_call_main.h");  // not under it
+  std::ostringstream summary;
+  write_summary(summary, fx.data, 0);
+  EXPECT_NE(summary.str().find(" at app dir/main.cu:42"), std::string::npos) << summary.str();
+  // A report merged from JSON written with the option: its relative files are relative to the same root.
+  fx.data.rows[0].site.frame.file = "app dir/main.cu";
+  EXPECT_EQ(artifact_of(fx.run()["results"][0])["uriBaseId"].string(), "SRCROOT");
+  std::filesystem::remove_all(root);
+}
+
+TEST(SourceRoot, NotGivenJsonAndTheSummaryKeepTheRecordedPath) {
+  Fixture fx;  // source_root "/src/proj" for SARIF, as the working directory would be
+  std::ostringstream json;
+  write_json(json, fx.data);
+  EXPECT_EQ(parse(json.str())["sites"][0]["location"]["file"].string(), "/src/proj/app dir/main.cu");
+  std::ostringstream summary;
+  write_summary(summary, fx.data, 0);
+  EXPECT_NE(summary.str().find(" at main.cu:42"), std::string::npos) << summary.str();
+  fx.data.rows[0].site.frame.file = "rel/main.cu";  // debug info without its directory: relative to nothing known
+  EXPECT_FALSE(artifact_of(fx.run()["results"][0]).has("uriBaseId"));
+}
+
+TEST(SourceRoot, OnlyFilesUnderTheRootAreShownRelative) {
+  EXPECT_EQ(shown_file("/src/proj/a.cu", ""), "/src/proj/a.cu");  // no root given: as recorded
+  EXPECT_EQ(shown_file("/src/proj/sub/../a.cu", "/src/proj"), "a.cu");
+  EXPECT_EQ(shown_file("/src/project/a.cu", "/src/proj"), "/src/project/a.cu");  // a prefix, not a directory above
+  EXPECT_EQ(shown_file("rel/a.cu", "/src/proj"), "rel/a.cu");
+  EXPECT_EQ(shown_file("/src/a.cu", "/"), "src/a.cu");
+  ReportData data;
+  set_source_root(data, "");
+  EXPECT_TRUE(data.shown_root.empty());
 }
 
 TEST(Sarif, UriCharactersThatNeedEncodingAreEncoded) {

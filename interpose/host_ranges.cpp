@@ -119,23 +119,29 @@ void HostRanges::publish(const Node* root) {
   }
 }
 
-void HostRanges::add(uint64_t base, uint64_t bytes, rules::MemoryKind kind) {
-  if (base == 0) return;
-  std::lock_guard lock(writer_);
+// Starts an update: splits the tree into the ranges below `base`, the one at `base` (freed here: the copy split made
+// of it, its original retired; or none) and those above. Returns whether there was one at `base`.
+bool HostRanges::cut_at(uint64_t base, const Node*& less, const Node*& greater) {
   replaced_.clear();  // an update cut short (out of memory) published nothing: what it copied is still live
   ++write_;
-  const Node *less, *rest, *same = nullptr, *greater = nullptr;
+  const Node *rest, *same = nullptr;
+  greater = nullptr;
   split(root_.load(std::memory_order_relaxed), base, less, rest);
   if (base == UINT64_MAX) {
     same = rest;
   } else {
     split(rest, base + 1, same, greater);
   }
-  if (same != nullptr) {
-    delete same;  // the copy split made of the range this one replaces (its original is retired)
-  } else {
-    live_.fetch_add(1, std::memory_order_relaxed);
-  }
+  const bool found = same != nullptr;
+  delete same;
+  return found;
+}
+
+void HostRanges::add(uint64_t base, uint64_t bytes, rules::MemoryKind kind) {
+  if (base == 0) return;
+  std::lock_guard lock(writer_);
+  const Node *less, *greater;
+  if (!cut_at(base, less, greater)) live_.fetch_add(1, std::memory_order_relaxed);
   const uint64_t span = std::max<uint64_t>(bytes, 1) - 1;
   const uint64_t last = span > UINT64_MAX - base ? UINT64_MAX : base + span;
   auto* fresh = new Node{base, last, priority_of(base), write_, nullptr, nullptr, kind};
@@ -148,16 +154,8 @@ rules::MemoryKind HostRanges::remove(uint64_t base) {
   while (n != nullptr && n->base != base) n = base < n->base ? n->left : n->right;
   if (n == nullptr) return rules::MemoryKind::Unknown;
   const rules::MemoryKind kind = n->kind;
-  replaced_.clear();
-  ++write_;
-  const Node *less, *rest, *same = nullptr, *greater = nullptr;
-  split(root_.load(std::memory_order_relaxed), base, less, rest);
-  if (base == UINT64_MAX) {
-    same = rest;
-  } else {
-    split(rest, base + 1, same, greater);
-  }
-  delete same;
+  const Node *less, *greater;
+  cut_at(base, less, greater);
   live_.fetch_sub(1, std::memory_order_relaxed);
   publish(merge(less, greater));
   return kind;

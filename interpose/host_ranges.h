@@ -42,6 +42,7 @@ class HostRanges {
 
  private:
   const Node* own(const Node* n);
+  bool cut_at(uint64_t base, const Node*& less, const Node*& greater);
   void split(const Node* t, uint64_t key, const Node*& less, const Node*& rest);
   const Node* merge(const Node* a, const Node* b);
   void publish(const Node* root);

@@ -69,14 +69,16 @@ class Judge {
     for (size_t i : judged) {
       const ApiCall& c = log_.calls[i];
       if (c.context_only) continue;
-      if (st(i).described.captured) {
+      if (st(i).outside_range) {
+        ++counts_.outside_range_calls;
+      } else if (st(i).described.captured) {
         ++counts_.captured_calls;  // recorded into a graph: what it costs shows when the graph is launched
       } else if (!is_capture_error(c.result)) {
         judge_host(i);
       }
     }
     for (size_t i : judged) {
-      if (!log_.calls[i].context_only && !st(i).described.captured) judge_legacy_stream(i);
+      if (!log_.calls[i].context_only && !st(i).described.captured && !st(i).outside_range) judge_legacy_stream(i);
     }
     std::stable_sort(findings_.begin() + static_cast<std::ptrdiff_t>(first), findings_.end(),
                      [](const Finding& x, const Finding& y) { return x.call < y.call; });
@@ -586,7 +588,10 @@ void Analyzer::describe(size_t ci, const Index& idx) {
     anchor_stream = it->second;
   }
   s.self = StreamAnchor{anchor_stream, d.stream, c.thread, c.stream, c.end_ns};
+  s.outside_range = opt_.profiler_range && !state_.profiler_on;
   switch (d.api) {
+    case ApiKind::ProfilerStart: state_.profiler_on = true; break;
+    case ApiKind::ProfilerStop: state_.profiler_on = false; break;
     case ApiKind::StreamCreate:
       state_.streams[c.handle] = (c.flags & kStreamNonBlockingFlag) ? StreamKind::NonBlocking : StreamKind::Blocking;
       break;
@@ -692,6 +697,14 @@ void Analyzer::mark_pending_blocking_work(size_t from, size_t to, const Index& i
   }
 }
 
+AnalysisOptions analysis_options(const RunInfo& run) {
+  AnalysisOptions o;
+  o.threshold_ns = run.threshold_ns;
+  o.cost_threshold_ns = run.cost_threshold_ns;
+  o.profiler_range = run.capture_range == "cudaProfilerApi";
+  return o;
+}
+
 // A run analyzed as it went: its judgements, as they were made.
 static Analysis judged_already(const EventLog& log) {
   Analysis out;
@@ -700,6 +713,7 @@ static Analysis judged_already(const EventLog& log) {
   out.context_creation_ns = log.carried.context_creation_ns;
   out.kind_disagreements = log.carried.kind_disagreements;
   out.captured_calls = log.carried.captured_calls;
+  out.outside_range_calls = log.carried.outside_range_calls;
   out.calls_watched = log.calls.size() + log.carried.calls;
   for (const ApiCall& c : log.calls) {
     out.described.push_back(c.call);
@@ -720,6 +734,7 @@ Analysis analyze(const EventLog& log, const AnalysisOptions& options) {
   a.counts().context_creation_ns = log.carried.context_creation_ns;
   a.counts().kind_disagreements = log.carried.kind_disagreements;
   a.counts().captured_calls = log.carried.captured_calls;
+  a.counts().outside_range_calls = log.carried.outside_range_calls;
   Analysis out;
   a.step(log, UINT64_MAX, UINT64_MAX, out.findings);
   Analysis& counts = a.counts();
@@ -727,6 +742,7 @@ Analysis analyze(const EventLog& log, const AnalysisOptions& options) {
   out.context_creation_ns = counts.context_creation_ns;
   out.calls_watched = counts.calls_watched;
   out.captured_calls = counts.captured_calls;
+  out.outside_range_calls = counts.outside_range_calls;
   out.kind_disagreements = counts.kind_disagreements;
   out.described.reserve(log.calls.size());
   out.predicted.reserve(log.calls.size());
@@ -741,7 +757,7 @@ bool compacted(const EventLog& log) {
   // Calls and work only counted (shed when the analysis fell behind) were never analyzed: they change nothing.
   const Carried& k = log.carried;
   if (log.analyzed || !k.findings.empty() || !k.not_observed.empty() || k.context_creation_ns != 0 ||
-      k.kind_disagreements != 0 || k.captured_calls != 0) {
+      k.kind_disagreements != 0 || k.captured_calls != 0 || k.outside_range_calls != 0) {
     return true;
   }
   return std::any_of(log.calls.begin(), log.calls.end(), [](const ApiCall& c) { return c.context_only; });

@@ -32,7 +32,13 @@ struct AnalysisOptions {
   // module, cudaStreamCreate or cudaFree of a cudaMallocAsync pointer 50-300 us: all of it set-up that a developer
   // cannot act on at 100 us, while a call that costs a millisecond a time in a loop is worth a look.
   uint64_t cost_threshold_ns = 1'000'000;
+  // Judge only the calls made between cudaProfilerStart and cudaProfilerStop (capture_range=cudaProfilerApi, as
+  // nsys's --capture-range): a steady-state check not cluttered by start-up. The others are counted.
+  bool profiler_range = false;
 };
+
+// The options a run's recorded settings (RunInfo) ask for.
+AnalysisOptions analysis_options(const RunInfo& run);
 
 struct Analysis {
   std::vector<rules::CallDescription> described;   // per call: the description completed with stream kinds etc.
@@ -44,7 +50,8 @@ struct Analysis {
   // Calls recorded into a graph by stream capture (CallDescription::captured): counted, never judged. Calls that a
   // capture refused (is_capture_error in graph_capture.h) did nothing and are neither judged nor counted here.
   uint64_t captured_calls = 0;
-  uint64_t kind_disagreements = 0;  // activity records contradicted our memory-kind registry
+  uint64_t outside_range_calls = 0;  // made outside the capture range (AnalysisOptions::profiler_range): not judged
+  uint64_t kind_disagreements = 0;   // activity records contradicted our memory-kind registry
 };
 
 // The analysis of a whole log in one step: the streaming analysis (streaming.h) given every event at once, each

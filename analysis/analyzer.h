@@ -38,6 +38,7 @@ struct CallState {
   StreamAnchor anchor;
   std::string note;  // the activity record's memory kinds disagreed with the registry
   bool is_described = false, judged = false;
+  bool outside_range = false;  // made outside the capture range: counted, not judged
 };
 
 class Analyzer {
@@ -74,6 +75,7 @@ class Analyzer {
     std::unordered_set<uint64_t> stream_ordered, launched;
     std::map<std::tuple<rules::StreamKind, uint64_t, uint32_t>, uint32_t> seen;  // handle -> CUPTI stream
     CaptureTracker capture;
+    bool profiler_on = false;  // between cudaProfilerStart and cudaProfilerStop (process-wide, like the profiler)
   };
 
   AnalysisOptions opt_;

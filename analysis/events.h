@@ -150,6 +150,9 @@ struct RunInfo {
   uint64_t unanalyzed_calls = 0;
   uint64_t threshold_ns = 0;               // the waited-time threshold in effect (AnalysisOptions::threshold_ns)
   uint64_t cost_threshold_ns = 1'000'000;  // the own-cost threshold in effect (AnalysisOptions::cost_threshold_ns)
+  // The capture_range option in effect: "" (every call is judged) or "cudaProfilerApi" (only the calls between
+  // cudaProfilerStart and cudaProfilerStop: AnalysisOptions::profiler_range).
+  std::string capture_range;
   rules::Environment env;
   bool complete = true;  // false when the run ended before we could flush everything
   // How the program ended: "exit" (returned from main or called exit), "signal SIGTERM" (any fatal signal),
@@ -190,10 +193,11 @@ struct Carried {
   uint64_t context_creation_ns = 0;
   uint64_t kind_disagreements = 0;
   uint64_t captured_calls = 0;        // dropped calls that stream capture had recorded into a graph
+  uint64_t outside_range_calls = 0;   // dropped calls made outside the capture range
   std::vector<CarriedSite> findings;  // one per key
   bool empty() const {
     return calls == 0 && ops == 0 && not_observed.empty() && context_creation_ns == 0 && kind_disagreements == 0 &&
-           captured_calls == 0 && findings.empty();
+           captured_calls == 0 && outside_range_calls == 0 && findings.empty();
   }
 };
 

@@ -17,7 +17,7 @@ using rules::WaitMode;
 template <typename Enum, size_t N>
 using Names = std::array<std::pair<Enum, std::string_view>, N>;
 
-constexpr Names<ApiKind, 26> kApiKinds{{
+constexpr Names<ApiKind, 28> kApiKinds{{
     {ApiKind::Copy, "copy"},
     {ApiKind::Memset, "memset"},
     {ApiKind::KernelLaunch, "launch"},
@@ -43,6 +43,8 @@ constexpr Names<ApiKind, 26> kApiKinds{{
     {ApiKind::CacheConfig, "cache-config"},
     {ApiKind::CaptureBegin, "capture-begin"},
     {ApiKind::CaptureEnd, "capture-end"},
+    {ApiKind::ProfilerStart, "profiler-start"},
+    {ApiKind::ProfilerStop, "profiler-stop"},
     {ApiKind::Other, "other"},
 }};
 constexpr Names<CopyDirection, 6> kDirections{{

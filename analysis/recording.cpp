@@ -209,6 +209,7 @@ void write_run(std::ostream& o, const RunInfo& r, bool with_args = true) {
   if (r.rank >= 0) o << " rank=" << r.rank << " rank_from=" << percent_encode(r.rank_variable);
   if (r.unanalyzed_calls != 0) o << " unanalyzed=" << r.unanalyzed_calls;
   if (r.cost_threshold_ns != RunInfo{}.cost_threshold_ns) o << " cost_threshold_ns=" << r.cost_threshold_ns;
+  if (!r.capture_range.empty()) o << " capture_range=" << percent_encode(r.capture_range);
   o << '\n';
   if (!with_args) return;
   for (const std::string& a : r.args) o << "arg " << percent_encode(a) << '\n';
@@ -245,6 +246,8 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
       r.threshold_ns = f.num<uint64_t>(key);
     else if (key == "cost_threshold_ns")
       r.cost_threshold_ns = f.num<uint64_t>(key);
+    else if (key == "capture_range")
+      r.capture_range = f.text(key);
     else if (key == "module_loading")
       r.env.module_loading = f.name<rules::ModuleLoading>(key);
     else if (key == "launch_blocking")
@@ -260,6 +263,7 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
     else {
       error = "run: unknown key '" + key +
               "' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, cost_threshold_ns, "
+              "capture_range, "
               "module_loading, "
               "launch_blocking, complete, end, rank, rank_from)";
       return false;
@@ -314,7 +318,9 @@ bool percent_decode(std::string_view text, std::string& out) {
 void write_carried(std::ostream& o, const Carried& c) {
   if (c.empty()) return;
   o << "carried " << c.calls << ' ' << c.ops << ' ' << c.context_creation_ns << ' ' << c.kind_disagreements << ' '
-    << c.captured_calls << '\n';
+    << c.captured_calls;
+  if (c.outside_range_calls != 0) o << ' ' << c.outside_range_calls;  // only then: older readers take the rest
+  o << '\n';
   for (const auto& [rule, count] : c.not_observed)
     o << "carried_not_observed " << rules::rule(rule).id << ' ' << count << '\n';
   for (const CarriedSite& s : c.findings) {
@@ -581,12 +587,17 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       if (!f.ok()) return fail(what);
       log.marks.push_back(m);
     } else if (tag == "carried") {
-      if (!f.count(6, "carried calls ops context_creation_ns kind_disagreements captured_calls")) return fail(what);
+      if (f.size() != 7 && !f.count(6,
+                                    "carried calls ops context_creation_ns kind_disagreements captured_calls "
+                                    "[outside_range_calls]")) {
+        return fail(what);
+      }
       log.carried.calls = f.num<uint64_t>("calls");
       log.carried.ops = f.num<uint64_t>("ops");
       log.carried.context_creation_ns = f.num<uint64_t>("context_creation_ns");
       log.carried.kind_disagreements = f.num<uint64_t>("kind_disagreements");
       log.carried.captured_calls = f.num<uint64_t>("captured_calls");
+      if (f.size() == 7) log.carried.outside_range_calls = f.num<uint64_t>("outside_range_calls");
       if (!f.ok()) return fail(what);
     } else if (tag == "carried_not_observed") {
       if (!f.count(3, "carried_not_observed rule count")) return fail(what);

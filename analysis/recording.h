@@ -13,7 +13,8 @@
 //   call <fields...>               one per watched API call (see kCallShape in recording.cpp); an optional last
 //                                  field names the call's innermost NVTX range (absent: none)
 //   ctxcall <fields...>            optional: a call that earlier versions' compaction kept as context only
-//   carried <calls> <ops> <context_creation_ns> <kind_disagreements> <captured_calls>   optional, compacted log
+//   carried <calls> <ops> <context_creation_ns> <kind_disagreements> <captured_calls> [<outside_range_calls>]
+//                                  optional, analyzed log
 //   carried_not_observed <rule> <count>                                (analysis/streaming.h): what the analysis
 //   carried_site <stack> <name> <rule> <count> <total_ns> <max_ns> <bytes> [<nvtx>]   folded away; see events.h
 //                                  Carried (the optional last field: the site's NVTX range, as on `call`)

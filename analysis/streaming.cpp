@@ -194,6 +194,7 @@ StreamingAnalysis::Result StreamingAnalysis::finish() {
   r.analysis.context_creation_ns = counts.context_creation_ns;
   r.analysis.calls_watched = counts.calls_watched;
   r.analysis.captured_calls = counts.captured_calls;
+  r.analysis.outside_range_calls = counts.outside_range_calls;
   r.analysis.kind_disagreements = counts.kind_disagreements;
   // The examples in log order (a call's findings in the order they were made), as the report reads them.
   std::stable_sort(examples_.begin(), examples_.end(),
@@ -219,6 +220,7 @@ StreamingAnalysis::Result StreamingAnalysis::finish() {
   r.log.carried.context_creation_ns = r.analysis.context_creation_ns;
   r.log.carried.kind_disagreements = r.analysis.kind_disagreements;
   r.log.carried.captured_calls = r.analysis.captured_calls;
+  r.log.carried.outside_range_calls = r.analysis.outside_range_calls;
   r.log.analyzed = true;
   r.log.findings = r.analysis.findings;
   return r;

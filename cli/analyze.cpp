@@ -85,6 +85,11 @@ int analyze_command(const std::string& path, Cli& cli) {
                          "ns; it can only be analyzed at that cost "
                          "threshold (record with --compact=0 to analyze at another)");
     }
+    if (cli.was_given("capture_range") && cli.opts.capture_range != log.run.capture_range) {
+      return usage_error(
+          "recording '" + path + "' was analyzed as it was captured, for capture_range='" + log.run.capture_range +
+          "'; it can only be analyzed with that range (record with --compact=0 to analyze with another)");
+    }
     OutputFiles files;
     output_files(cli.opts, files, error);
     if (!files.trace.empty()) {
@@ -96,6 +101,7 @@ int analyze_command(const std::string& path, Cli& cli) {
   }
   if (cli.was_given("threshold") || !log.run.threshold_ns) log.run.threshold_ns = cli.opts.threshold;
   if (cli.was_given("cost_threshold")) log.run.cost_threshold_ns = cli.opts.cost_threshold;
+  if (cli.was_given("capture_range")) log.run.capture_range = cli.opts.capture_range;
   report::ReportInputs inputs;
   // %r names the recorded process's rank; no job surrounds an offline analysis (world size unknown).
   Rank rank;

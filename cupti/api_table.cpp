@@ -789,6 +789,8 @@ constexpr bool is_pt(Form f) { return f == Form::SyncPt || f == Form::AsyncPt; }
   R(cudaFreeHost_v3020,                    "cudaFreeHost",              FreeHost, Sync,      release, none)        \
   /* ---- runtime: synchronization and events ---- */                                                            \
   R0(cudaDeviceSynchronize_v3020,          "cudaDeviceSynchronize",     DeviceSynchronize)                         \
+  R0(cudaProfilerStart_v4000,              "cudaProfilerStart",         ProfilerStart)                             \
+  R0(cudaProfilerStop_v4000,               "cudaProfilerStop",          ProfilerStop)                              \
   R(cudaStreamSynchronize_v3020,           "cudaStreamSynchronize",     StreamSynchronize, Sync,   stream_use, none) \
   R(cudaStreamSynchronize_ptsz_v7000,      "cudaStreamSynchronize",     StreamSynchronize, SyncPt, stream_use, none) \
   R(cudaEventSynchronize_v3020,            "cudaEventSynchronize",      EventSynchronize, Sync,    event_use, none) \
@@ -961,6 +963,8 @@ constexpr bool is_pt(Form f) { return f == Form::SyncPt || f == Form::AsyncPt; }
   D(cuMemFreeHost,                "cuMemFreeHost",       FreeHost, Sync, release, none)                            \
   /* ---- driver: synchronization and events ---- */                                                             \
   D0(cuCtxSynchronize,            "cuCtxSynchronize",    DeviceSynchronize)                                        \
+  D0(cuProfilerStart,             "cuProfilerStart",     ProfilerStart)                                            \
+  D0(cuProfilerStop,              "cuProfilerStop",      ProfilerStop)                                             \
   D(cuCtxSynchronize_v2,          "cuCtxSynchronize_v2", DeviceSynchronize, Sync, ctx_sync, none)                  \
   D(cuStreamSynchronize,          "cuStreamSynchronize", StreamSynchronize, Sync,   stream_use, none)              \
   D(cuStreamSynchronize_ptsz,     "cuStreamSynchronize", StreamSynchronize, SyncPt, stream_use, none)              \

@@ -245,6 +245,7 @@ void emit_report(EndKind kind, int sig) {
   info.unanalyzed_calls = log.run.unanalyzed_calls;
   info.threshold_ns = g_options->threshold;
   info.cost_threshold_ns = g_options->cost_threshold;
+  info.capture_range = g_options->capture_range;
   info.end = end_text(kind, sig);
   // Only an exit runs to the end: any other end stops the program where it was. An exit while another thread was
   // inside a CUDA call is incomplete too (capture::finish).
@@ -639,6 +640,7 @@ void start(Origin origin) {
   capture::Options capture;
   capture.analysis.threshold_ns = g_options->threshold;
   capture.analysis.cost_threshold_ns = g_options->cost_threshold;
+  capture.analysis.profiler_range = g_options->capture_range == "cudaProfilerApi";
   capture.env = g_run->env;
   capture.streaming = g_options->compact && files.trace.empty();
   capture.round_calls = g_options->compact_round;
@@ -659,6 +661,7 @@ void start(Origin origin) {
     RunInfo run = *g_run;  // as known at the start; the tail says the rest
     run.threshold_ns = g_options->threshold;
     run.cost_threshold_ns = g_options->cost_threshold;
+    run.capture_range = g_options->capture_range;
     run.complete = false;  // until the tail says otherwise: a recording cut short is incomplete
     if (g_recording->open(expand_path(g_options->save, g_run->pid, g_run->rank), g_options->overwrite, run, api_names,
                           tables, error)) {

@@ -119,6 +119,12 @@ bool validate(const Options& o, std::string& error) {
     return false;
   }
   if (!library_frames_valid(o.library_frames, error)) return false;
+  if (!o.capture_range.empty() && o.capture_range != "cudaProfilerApi") {
+    error = "option 'capture_range': '" + o.capture_range +
+            "' is not a capture range (valid: cudaProfilerApi, the calls between cudaProfilerStart and "
+            "cudaProfilerStop; empty: every call)";
+    return false;
+  }
   return o.format.empty() || format_names_valid(o.format, error);
 }
 

@@ -142,7 +142,12 @@ void write_json(std::ostream& o, const ReportData& data) {
     << ", \"module_loading\": " << quote(name_of(r.env.module_loading))
     << ", \"launch_blocking\": " << (r.env.launch_blocking ? "true" : "false")
     << ", \"calls_watched\": " << t.calls_watched << ", \"captured_calls\": " << t.captured_calls
-    << ", \"gpu_operations\": " << t.gpu_operations << "},\n";
+    << ", \"gpu_operations\": " << t.gpu_operations;
+  // Only with a capture range, so that other reports keep their form.
+  if (!r.capture_range.empty()) {
+    o << ", \"capture_range\": " << quote(r.capture_range) << ", \"outside_range_calls\": " << t.outside_range_calls;
+  }
+  o << "},\n";
   if (!data.processes.empty()) processes_json(o, data.processes);
   o << "  \"sites\": [";
   for (size_t i = 0; i < rows.size(); ++i) {

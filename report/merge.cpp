@@ -97,6 +97,13 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
               ": counts of calls over different thresholds do not add up (valid: reports of runs with one --threshold)";
       return false;
     }
+    if (r.run.capture_range != first.run.capture_range) {
+      const auto named = [](const std::string& range) { return range.empty() ? std::string("none") : range; };
+      error = "'" + r.path + "' was made with capture range " + named(r.run.capture_range) + ", '" + first.path +
+              "' with " + named(first.run.capture_range) +
+              ": counts over different ranges do not add up (valid: reports of runs with one --capture-range)";
+      return false;
+    }
     if (r.run.cost_threshold_ns != first.run.cost_threshold_ns) {
       error =
           "'" + r.path + "' was made with cost threshold " + format_duration_option(r.run.cost_threshold_ns) + ", '" +
@@ -141,6 +148,7 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
   run.pid = 0;
   run.threshold_ns = first.run.threshold_ns;
   run.cost_threshold_ns = first.run.cost_threshold_ns;
+  run.capture_range = first.run.capture_range;
   run.env.module_loading = first.run.env.module_loading;
   run.monitoring = first.run.monitoring;
   run.complete = true;
@@ -157,6 +165,7 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
     sum(t.calls_watched, r.totals.calls_watched);
     sum(t.gpu_operations, r.totals.gpu_operations);
     sum(t.captured_calls, r.totals.captured_calls);
+    sum(t.outside_range_calls, r.totals.outside_range_calls);
     sum(t.context_creation_ns, r.totals.context_creation_ns);
     sum(t.kind_disagreements, r.totals.kind_disagreements);
     for (const auto& [rule, count] : r.totals.not_observed) sum(t.not_observed[rule], count);

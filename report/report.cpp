@@ -263,6 +263,7 @@ ReportData make_report(const EventLog& log, const Analysis& analysis, const Site
   data.totals.calls_watched = analysis.calls_watched;
   data.totals.gpu_operations = log.ops.size() + log.carried.ops;
   data.totals.captured_calls = analysis.captured_calls;
+  data.totals.outside_range_calls = analysis.outside_range_calls;
   data.totals.context_creation_ns = analysis.context_creation_ns;
   data.totals.kind_disagreements = analysis.kind_disagreements;
   data.totals.not_observed = analysis.not_observed;
@@ -301,9 +302,8 @@ Emitted emit(EventLog& log, const Analysis* analysis, const Options& options, co
   }
   Analysis analyzed_here;
   if (!analysis) {
-    AnalysisOptions ao;
-    ao.threshold_ns = log.run.threshold_ns ? log.run.threshold_ns : options.threshold;
-    ao.cost_threshold_ns = log.run.cost_threshold_ns;
+    AnalysisOptions ao = analysis_options(log.run);
+    if (ao.threshold_ns == 0) ao.threshold_ns = options.threshold;
     analyzed_here = analyze(log, ao);
     analysis = &analyzed_here;
   }

@@ -101,7 +101,8 @@ struct SuppressionUse {
 struct RunTotals {
   uint64_t calls_watched = 0;
   uint64_t gpu_operations = 0;
-  uint64_t captured_calls = 0;  // calls captured into CUDA graphs: recorded, not executed, not judged
+  uint64_t captured_calls = 0;       // calls captured into CUDA graphs: recorded, not executed, not judged
+  uint64_t outside_range_calls = 0;  // made outside the capture range (RunInfo::capture_range): not judged
   uint64_t context_creation_ns = 0;
   uint64_t kind_disagreements = 0;
   std::map<rules::RuleId, uint64_t> not_observed;  // documented-but-not-observed calls, per rule

@@ -358,6 +358,11 @@ bool parse_report(std::string_view text, const std::string& name, ReportFile& ou
     read_run(c, *run, "run", out.run, out.totals.calls_watched, out.totals.gpu_operations);
     // Optional: reports written before CUDA graph capture was tracked lack it.
     out.totals.captured_calls = c.whole(*run, "run", "captured_calls", UINT64_MAX, true);
+    // Only in reports of runs with a capture range.
+    if (run->find("capture_range")) {
+      out.run.capture_range = c.text(*run, "run", "capture_range");
+      out.totals.outside_range_calls = c.whole(*run, "run", "outside_range_calls");
+    }
     // Fields not in the merged report's checks but in every report (kept: they name the environment).
     out.run.driver = c.text(*run, "run", "driver");
     const std::string loading = c.text(*run, "run", "module_loading");

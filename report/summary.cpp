@@ -141,6 +141,17 @@ std::string shown_where(const CallSite& site, const std::string& root) {
   return site.where();
 }
 
+// A run with a capture range and no findings says how many calls were left out: a range that stayed closed (no
+// cudaProfilerStart) would otherwise look like a clean run.
+void range_without_findings(std::ostream& out, const std::string& tag, const ReportData& data) {
+  if (data.run.capture_range.empty()) return;
+  const uint64_t outside = data.totals.outside_range_calls;
+  out << tag << "no findings; " << counted(outside, "call") << " outside the capture range (" << data.run.capture_range
+      << ": not judged)"
+      << (outside == data.totals.calls_watched ? ", every call: nothing was judged (was the range ever entered?)" : "")
+      << "\n";
+}
+
 // Who a merged site or report came from: "ranks 0, 1, 3" or "pids 12, 13" (ranks where every process had one).
 std::string who(const std::vector<std::pair<int, int64_t>>& procs) {
   const bool ranks = std::all_of(procs.begin(), procs.end(), [](const auto& p) { return p.second >= 0; });
@@ -202,6 +213,7 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
       out << tag << "no findings, but the run ended" << (run.end != "exit" ? " by " + run.end : "")
           << " before everything was flushed (incomplete)\n";
     }
+    range_without_findings(out, tag, data);
     return;
   }
   uint64_t host_ns = 0, counts[4] = {};
@@ -277,7 +289,10 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
           << s.pattern << "  (" << s.origin << (s.sites ? ")" : ", unused)") << "\n";
     }
   }
-  if (rows.empty()) return;
+  if (rows.empty()) {
+    range_without_findings(out, tag, data);
+    return;
+  }
   out << "\n"
       << tag << "SUMMARY: " << counted(counts[3], "error") << ", " << counted(counts[2], "warning") << ", "
       << counted(counts[1], "note") << "; host blocked " << format_duration(host_ns) << " in flagged calls";
@@ -286,6 +301,10 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
   if (unused) out << "; " << counted(unused, "unused suppression");
   if (const uint64_t captured = data.totals.captured_calls) {
     out << "; " << counted(captured, "call") << " captured into CUDA graphs (recorded, not executed: not judged)";
+  }
+  if (!run.capture_range.empty()) {
+    out << "; " << counted(data.totals.outside_range_calls, "call") << " outside the capture range ("
+        << run.capture_range << ": not judged)";
   }
   if (run.dropped_records)
     out << "; " << counted(run.dropped_records, "activity record") << " DROPPED (evidence incomplete)";

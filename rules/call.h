@@ -33,6 +33,8 @@ enum class ApiKind : uint8_t {
   CacheConfig,         // cudaDeviceSetCacheConfig, cudaFuncSetCacheConfig
   CaptureBegin,        // cudaStreamBeginCapture(ToGraph), cuStreamBeginCapture(_v2, ToGraph): stream, flags = mode
   CaptureEnd,          // cudaStreamEndCapture, cuStreamEndCapture: stream, handle = the graph made
+  ProfilerStart,       // cudaProfilerStart, cuProfilerStart: the capture range option's cudaProfilerApi
+  ProfilerStop,        // cudaProfilerStop, cuProfilerStop
   Other,               // anything else that we saw hold the host
 };
 

@@ -136,6 +136,8 @@ Prediction predict_host(const CallDescription& c) {
     case ApiKind::EventCreate:
     case ApiKind::CaptureBegin:
     case ApiKind::CaptureEnd:
+    case ApiKind::ProfilerStart:
+    case ApiKind::ProfilerStop:
     case ApiKind::Other: break;
   }
   return host_only(RuleId::UndocumentedBlock, HostBehavior::NotDocumented);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/analyze.h"
+#include "analysis/streaming.h"
 #include "log_builder.h"
 
 namespace asynccheck {
@@ -53,6 +54,40 @@ TEST(Analyze, PageableCopiesAreDocumentedObservedWithTheirOwnWorkAsEvidence) {
   EXPECT_EQ(b.log.ops[static_cast<size_t>(down->evidence.behind_op)].kind, GpuOpKind::Kernel);
   // The launch was fast and is documented asynchronous: nothing reported for it.
   for (const Finding& f : a.findings) EXPECT_NE(b.log.calls[f.call].call.api, ApiKind::KernelLaunch);
+}
+
+// capture_range=cudaProfilerApi (issue 21): only what runs between cudaProfilerStart and cudaProfilerStop is judged,
+// as nsys's capture range; the rest is counted. The same live (streaming, a call at a time) and offline.
+TEST(Analyze, ACaptureRangeJudgesOnlyTheCallsBetweenProfilerStartAndStop) {
+  Builder b;
+  b.call(ApiKind::DeviceAlloc, 0, 2 * kMs);  // start-up: 2 ms of its own, a cost finding without a range
+  b.call(ApiKind::ProfilerStart, 3 * kMs, 3 * kMs + 10 * kUs);
+  b.call(ApiKind::DeviceAlloc, 4 * kMs, 6 * kMs);  // the steady state
+  b.call(ApiKind::ProfilerStop, 7 * kMs, 7 * kMs + 10 * kUs);
+  b.call(ApiKind::DeviceAlloc, 8 * kMs, 10 * kMs);  // tear-down
+  const Analysis all = analyze(b.log, AnalysisOptions{});
+  EXPECT_EQ(all.findings.size(), 3u);
+  EXPECT_EQ(all.outside_range_calls, 0u);
+  b.log.run.capture_range = "cudaProfilerApi";
+  b.log.run.threshold_ns = AnalysisOptions{}.threshold_ns;
+  const AnalysisOptions ranged = analysis_options(b.log.run);
+  EXPECT_TRUE(ranged.profiler_range);
+  const Analysis in_range = analyze(b.log, ranged);
+  ASSERT_EQ(in_range.findings.size(), 1u);
+  EXPECT_EQ(in_range.findings[0].call, 2u);
+  EXPECT_EQ(in_range.outside_range_calls, 3u);  // the two allocations and cudaProfilerStart itself
+  StreamingOptions so;
+  so.analysis = ranged;
+  StreamingAnalysis live(so, b.log.run.env);
+  for (const ApiCall& c : b.log.calls) {  // a call at a time, as the capture's chunks
+    live.add({c}, {});
+    live.advance(c.end_ns);
+  }
+  const StreamingAnalysis::Result r = live.finish();
+  EXPECT_EQ(r.analysis.outside_range_calls, 3u);
+  EXPECT_EQ(r.log.carried.outside_range_calls, 3u);
+  ASSERT_EQ(r.analysis.findings.size(), 1u);
+  EXPECT_EQ(r.log.calls[r.analysis.findings[0].call].start_ns, 4 * kMs);
 }
 
 TEST(Analyze, PinnedCopiesThatDidNotBlockAreSilent) {

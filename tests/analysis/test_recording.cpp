@@ -107,6 +107,27 @@ TEST(Recording, RefusesWhatNoCaptureWrites) {
   EXPECT_EQ(error, "line 2: the recording has no 'run' line (every recording states its run: run program=... pid=...)");
 }
 
+// A run analyzed with a capture range (issue 21): the range in the run line, the calls outside it in `carried` (a
+// sixth field, written only then, so that older recordings stay as they were).
+TEST(Recording, CaptureRangeRoundTrips) {
+  EventLog log = sample_log();
+  std::stringstream plain;
+  write_recording(plain, log);
+  EXPECT_EQ(plain.str().find("capture_range"), std::string::npos);
+  log.run.capture_range = "cudaProfilerApi";
+  log.carried.calls = 5;
+  log.carried.outside_range_calls = 3;
+  std::stringstream s;
+  write_recording(s, log);
+  EXPECT_NE(s.str().find(" capture_range=cudaProfilerApi"), std::string::npos);
+  EXPECT_NE(s.str().find("\ncarried 5 0 0 0 0 3\n"), std::string::npos) << s.str();
+  EventLog back;
+  std::string error;
+  ASSERT_TRUE(read_recording(s, back, error)) << error;
+  EXPECT_EQ(back.run.capture_range, "cudaProfilerApi");
+  EXPECT_EQ(back.carried.outside_range_calls, 3u);
+}
+
 TEST(Recording, CaptureCallsRoundTrip) {
   EventLog log = sample_log();
   ApiCall begin = log.calls[0];
@@ -231,7 +252,8 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"api order", head + "api 3 cudaFree\n", "line 2: api index 3 out of order (expected 0)"},
       {"run key", head + "run color=blue\n",
        "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, "
-       "threshold_ns, cost_threshold_ns, module_loading, launch_blocking, complete, end, rank, rank_from)"},
+       "threshold_ns, cost_threshold_ns, capture_range, module_loading, launch_blocking, complete, end, rank, "
+       "rank_from)"},
       {"after end", head + "end\nmark module-loaded 1 0\n", "line 3: content after 'end'"},
       {"percent", head + "arg %4\n", "line 2: field 'text': bad percent-encoding in '%4'"},
       {"percent sign", head + "arg %-1\n", "line 2: field 'text': bad percent-encoding in '%-1'"},  // fuzzing
@@ -246,7 +268,7 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"pyframe text", head + "stack 1 10\npyframe 1 a%2 f 3\n", "line 3: field 'file': bad percent-encoding in 'a%2'"},
       {"carried fields", head + "carried 1 2 3 4\n",
        "line 2: expected 5 fields after 'carried', got 4 (carried calls ops context_creation_ns kind_disagreements "
-       "captured_calls)"},
+       "captured_calls [outside_range_calls])"},
       {"carried rule", head + "carried_not_observed copy-everything 3\n",
        "line 2: field 'rule': 'copy-everything' is not a rule id (asynccheck --list-rules lists them)"},
       {"carried rule twice",

@@ -23,7 +23,8 @@ namespace {
 
 // The options the command names as valid: the table's, dashed, then its own --read.
 const std::string kValidOptions =
-    "threshold, cost-threshold, site-threshold, format, output, json, sarif, trace, log-file, save, handoff, "
+    "threshold, cost-threshold, capture-range, site-threshold, format, output, json, sarif, trace, log-file, save, "
+    "handoff, "
     "suppressions, source-root, baseline, save-baseline, error-exitcode, fail-on, require-monitoring, overwrite, "
     "compact, "
     "compact-round, compact-backlog, flush-period, stats, print-limit, summary, symbolize, activity-buffer-kb, "

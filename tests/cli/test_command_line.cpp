@@ -120,6 +120,28 @@ TEST_F(Cli, SourceRootMakesPathsRelativeToTheCheckout) {
   EXPECT_NE(r.err.find(" at samples/seed000_answer/seed000_answer.cu:"), std::string::npos) << r.err;
 }
 
+// --capture-range=cudaProfilerApi (issue 21), offline: a recording without cudaProfilerStart has every call outside
+// the range, and the summary says so rather than look like a clean run. A range it does not know is refused.
+TEST_F(Cli, ACaptureRangeThatNeverOpenedJudgesNothingAndSaysSo) {
+  Result r = asynccheck({"analyze", kRecording.string(), "--capture-range=cudaProfilerApi", "--json=-"});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  asynccheck::report::JsonValue doc;
+  std::string error;
+  ASSERT_TRUE(asynccheck::report::parse_json(r.out, doc, error)) << error;
+  EXPECT_EQ(doc["run"]["capture_range"].string(), "cudaProfilerApi");
+  EXPECT_GT(doc["run"]["calls_watched"].uint64().value_or(0), 0u);
+  EXPECT_EQ(doc["run"]["outside_range_calls"].uint64(), doc["run"]["calls_watched"].uint64());
+  EXPECT_EQ(doc["sites"].size(), 0u);
+  EXPECT_NE(r.err.find("outside the capture range (cudaProfilerApi: not judged), every call: nothing was judged"),
+            std::string::npos)
+      << r.err;
+  r = asynccheck({"analyze", kRecording.string(), "--capture-range=nvtx:step"});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_NE(r.err.find("option 'capture_range': 'nvtx:step' is not a capture range (valid: cudaProfilerApi"),
+            std::string::npos)
+      << r.err;
+}
+
 // With one format, --output gets its extension (it had to be spelled out before).
 TEST_F(Cli, OneFormatOutputGetsItsExtension) {
   Result r = asynccheck({"analyze", kRecording.string(), "--format=sarif", "--output=" + (dir_ / "r").string()});

@@ -165,7 +165,8 @@ TEST(Options, OrderOfFormatAndOutputDoesNotMatter) {
 // Every bad input, with the exact message: the user learns what is wrong and what would be valid.
 TEST(Options, BadInputMessagesArePinned) {
   const std::string names =
-      "threshold, cost_threshold, site_threshold, format, output, json, sarif, trace, log_file, save, handoff, "
+      "threshold, cost_threshold, capture_range, site_threshold, format, output, json, sarif, trace, log_file, save, "
+      "handoff, "
       "suppressions, source_root, baseline, save_baseline, error_exitcode, fail_on, require_monitoring, "
       "overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, summary, symbolize, "
       "activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help, library_frames";

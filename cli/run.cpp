@@ -25,17 +25,19 @@ namespace asynccheck::cli {
 namespace {
 
 // The library's options for the program under test: it captures and analyzes, and hands its analyzed run over; the
-// command reports. Streaming (bounded memory) unless the command is to draw a trace, which needs every event.
+// command reports. Streaming (bounded memory) unless the command is to draw a trace, which needs every event. What
+// the analysis judges with (thresholds, the capture range) must reach it: the hand-off is final.
 std::string child_options(const Options& o, const std::string& recording) {
   OutputFiles files;
   std::string error;
   output_files(o, files, error);
   std::ostringstream s;
-  s << "threshold=" << o.threshold << "ns:activity_buffer_kb=" << o.activity_buffer_kb
-    << ":device_buffers=" << o.device_buffers << ":device_buffer_kb=" << o.device_buffer_kb
-    << ":signal_timeout=" << o.signal_timeout << ":compact=" << (o.compact && files.trace.empty())
-    << ":compact_round=" << o.compact_round << ":compact_backlog=" << o.compact_backlog
-    << ":flush_period=" << o.flush_period << "ns"
+  s << "threshold=" << o.threshold << "ns:cost_threshold=" << o.cost_threshold << "ns";
+  if (!o.capture_range.empty()) s << ":capture_range=" << o.capture_range;
+  s << ":activity_buffer_kb=" << o.activity_buffer_kb << ":device_buffers=" << o.device_buffers
+    << ":device_buffer_kb=" << o.device_buffer_kb << ":signal_timeout=" << o.signal_timeout
+    << ":compact=" << (o.compact && files.trace.empty()) << ":compact_round=" << o.compact_round
+    << ":compact_backlog=" << o.compact_backlog << ":flush_period=" << o.flush_period << "ns"
     << ":stats=" << o.stats << ":summary=0:handoff=" << recording;
   // The events themselves, written by the program's process as it runs (the command reports from the hand-off),
   // with their call sites resolved there, while the binaries are on disk, so that the recording replays anywhere.

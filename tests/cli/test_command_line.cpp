@@ -142,6 +142,16 @@ TEST_F(Cli, ACaptureRangeThatNeverOpenedJudgesNothingAndSaysSo) {
       << r.err;
 }
 
+// The library in the program's process judges, and the command reports its judgements as they are: what they are
+// judged with must reach it (--cost-threshold did not, and was ignored). The program prints what it was given.
+TEST_F(Cli, TheAnalysisOptionsReachTheProgramsProcess) {
+  const Result r = asynccheck({"--cost-threshold=5ms", "--threshold=250us", "--capture-range=cudaProfilerApi", "--",
+                               "/bin/sh", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  for (const char* given : {"threshold=250000ns", "cost_threshold=5000000ns", "capture_range=cudaProfilerApi"})
+    EXPECT_NE(r.out.find(given), std::string::npos) << given << " not in " << r.out;
+}
+
 // With one format, --output gets its extension (it had to be spelled out before).
 TEST_F(Cli, OneFormatOutputGetsItsExtension) {
   Result r = asynccheck({"analyze", kRecording.string(), "--format=sarif", "--output=" + (dir_ / "r").string()});

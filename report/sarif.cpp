@@ -404,6 +404,12 @@ Json run_properties(const ReportData& data) {
   }
   Json p = Json::object().set("suppressions", std::move(sups));
   if (!data.baseline.empty()) p.set("baseline", str(data.baseline));
+  // Only with a capture range: what it left out (all of it, when the range never opened).
+  if (!data.run.capture_range.empty()) {
+    p.set("captureRange", str(data.run.capture_range));
+    p.set("callsOutsideCaptureRange", Json::number(data.totals.outside_range_calls));
+    p.set("callsWatched", Json::number(data.totals.calls_watched));
+  }
   return p;
 }
 

@@ -135,6 +135,12 @@ TEST_F(Cli, ACaptureRangeThatNeverOpenedJudgesNothingAndSaysSo) {
   EXPECT_NE(r.err.find("outside the capture range (cudaProfilerApi: not judged), every call: nothing was judged"),
             std::string::npos)
       << r.err;
+  r = asynccheck({"analyze", kRecording.string(), "--capture-range=cudaProfilerApi", "--sarif=-"});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  ASSERT_TRUE(asynccheck::report::parse_json(r.out, doc, error)) << error;
+  const asynccheck::report::JsonValue& props = doc["runs"][0]["properties"];
+  EXPECT_EQ(props["captureRange"].string(), "cudaProfilerApi");
+  EXPECT_EQ(props["callsOutsideCaptureRange"].uint64(), props["callsWatched"].uint64());
   r = asynccheck({"analyze", kRecording.string(), "--capture-range=nvtx:step"});
   EXPECT_EQ(r.code(), 2);
   EXPECT_NE(r.err.find("option 'capture_range': 'nvtx:step' is not a capture range (valid: cudaProfilerApi"),

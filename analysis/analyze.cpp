@@ -588,7 +588,9 @@ void Analyzer::describe(size_t ci, const Index& idx) {
     anchor_stream = it->second;
   }
   s.self = StreamAnchor{anchor_stream, d.stream, c.thread, c.stream, c.end_ns};
-  s.outside_range = opt_.profiler_range && !state_.profiler_on;
+  // The bracket itself is not judged either: cudaProfilerStop may flush, and it is not the code under check.
+  const bool bracket = d.api == ApiKind::ProfilerStart || d.api == ApiKind::ProfilerStop;
+  s.outside_range = opt_.profiler_range && (bracket || !state_.profiler_on);
   switch (d.api) {
     case ApiKind::ProfilerStart: state_.profiler_on = true; break;
     case ApiKind::ProfilerStop: state_.profiler_on = false; break;

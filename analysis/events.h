@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rules/api_traits.h"
@@ -133,6 +134,15 @@ struct Symbol {
   int line = 0;
 };
 
+// The capture ranges the option takes (RunInfo::capture_range), one place for the options, recordings and reports.
+inline constexpr std::string_view kCaptureRanges = "cudaProfilerApi";
+inline bool known_capture_range(std::string_view range) { return range.empty() || range == kCaptureRanges; }
+inline std::string capture_range_error(std::string_view where, std::string_view range) {
+  return (where.empty() ? std::string() : std::string(where) + ": ") + "'" + std::string(range) +
+         "' is not a capture range (valid: " + std::string(kCaptureRanges) +
+         ", the calls between cudaProfilerStart and cudaProfilerStop; empty: every call)";
+}
+
 struct RunInfo {
   std::string program;
   std::vector<std::string> args;
@@ -151,7 +161,7 @@ struct RunInfo {
   uint64_t threshold_ns = 0;               // the waited-time threshold in effect (AnalysisOptions::threshold_ns)
   uint64_t cost_threshold_ns = 1'000'000;  // the own-cost threshold in effect (AnalysisOptions::cost_threshold_ns)
   // The capture_range option in effect: "" (every call is judged) or "cudaProfilerApi" (only the calls between
-  // cudaProfilerStart and cudaProfilerStop: AnalysisOptions::profiler_range).
+  // cudaProfilerStart and cudaProfilerStop: AnalysisOptions::profiler_range). known_capture_range says which.
   std::string capture_range;
   rules::Environment env;
   bool complete = true;  // false when the run ended before we could flush everything

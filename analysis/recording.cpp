@@ -246,9 +246,11 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
       r.threshold_ns = f.num<uint64_t>(key);
     else if (key == "cost_threshold_ns")
       r.cost_threshold_ns = f.num<uint64_t>(key);
-    else if (key == "capture_range")
+    else if (key == "capture_range") {
       r.capture_range = f.text(key);
-    else if (key == "module_loading")
+      if (f.ok() && !known_capture_range(r.capture_range))
+        f.fail(capture_range_error("field 'capture_range'", r.capture_range));
+    } else if (key == "module_loading")
       r.env.module_loading = f.name<rules::ModuleLoading>(key);
     else if (key == "launch_blocking")
       r.env.launch_blocking = f.flag(key);
@@ -319,7 +321,8 @@ void write_carried(std::ostream& o, const Carried& c) {
   if (c.empty()) return;
   o << "carried " << c.calls << ' ' << c.ops << ' ' << c.context_creation_ns << ' ' << c.kind_disagreements << ' '
     << c.captured_calls;
-  if (c.outside_range_calls != 0) o << ' ' << c.outside_range_calls;  // only then: older readers take the rest
+  // Only then, so that other recordings stay as they were (older readers refuse the field, and capture_range too).
+  if (c.outside_range_calls != 0) o << ' ' << c.outside_range_calls;
   o << '\n';
   for (const auto& [rule, count] : c.not_observed)
     o << "carried_not_observed " << rules::rule(rule).id << ' ' << count << '\n';

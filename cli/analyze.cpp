@@ -86,9 +86,9 @@ int analyze_command(const std::string& path, Cli& cli) {
                          "threshold (record with --compact=0 to analyze at another)");
     }
     if (cli.was_given("capture_range") && cli.opts.capture_range != log.run.capture_range) {
-      return usage_error(
-          "recording '" + path + "' was analyzed as it was captured, for capture_range='" + log.run.capture_range +
-          "'; it can only be analyzed with that range (record with --compact=0 to analyze with another)");
+      return usage_error("recording '" + path + "' was analyzed as it was captured, with capture range " +
+                         (log.run.capture_range.empty() ? std::string("none") : log.run.capture_range) +
+                         "; it can only be analyzed with that range (record with --compact=0 to analyze with another)");
     }
     OutputFiles files;
     output_files(cli.opts, files, error);

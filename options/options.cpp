@@ -1,5 +1,6 @@
 #include "options/options.h"
 
+#include "analysis/events.h"
 #include "options/nearest.h"
 
 #include <unistd.h>
@@ -119,10 +120,8 @@ bool validate(const Options& o, std::string& error) {
     return false;
   }
   if (!library_frames_valid(o.library_frames, error)) return false;
-  if (!o.capture_range.empty() && o.capture_range != "cudaProfilerApi") {
-    error = "option 'capture_range': '" + o.capture_range +
-            "' is not a capture range (valid: cudaProfilerApi, the calls between cudaProfilerStart and "
-            "cudaProfilerStop; empty: every call)";
+  if (!known_capture_range(o.capture_range)) {
+    error = capture_range_error("option 'capture_range'", o.capture_range);
     return false;
   }
   return o.format.empty() || format_names_valid(o.format, error);

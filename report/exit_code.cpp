@@ -7,9 +7,10 @@ namespace asynccheck::report {
 int requested_exit_code(const Options& o, const Emitted& e) {
   static_assert(kMonitoringOffExitCode == 4, "kMonitoringRequiredLine names the code");
   // Monitoring off found nothing: "no findings" must not pass for "checked and clean".
-  if (o.require_monitoring && e.monitoring_off) {
+  if (o.require_monitoring && (e.monitoring_off || e.range_never_entered)) {
     // One write(2): the line shares stderr with the program's.
-    const ssize_t ignored = write(STDERR_FILENO, kMonitoringRequiredLine.data(), kMonitoringRequiredLine.size());
+    const std::string_view line = e.monitoring_off ? kMonitoringRequiredLine : kRangeRequiredLine;
+    const ssize_t ignored = write(STDERR_FILENO, line.data(), line.size());
     (void)ignored;
     return kMonitoringOffExitCode;
   }

@@ -254,6 +254,11 @@ bool prepare_report(const Options& options, int pid, const Rank& rank, ReportInp
   return true;
 }
 
+bool range_never_entered(const ReportData& data) {
+  return !data.run.capture_range.empty() &&
+         data.totals.outside_range_calls + data.run.unanalyzed_calls >= data.totals.calls_watched;
+}
+
 ReportData make_report(const EventLog& log, const Analysis& analysis, const SiteOptions& sites) {
   ReportData data;
   data.library_patterns = sites.library_patterns;
@@ -355,6 +360,7 @@ Emitted write_report(ReportData& data, const Options& options, const ReportInput
     if (!r.in_baseline && r.level > result.worst_new) result.worst_new = r.level;
   }
   result.sites = data.rows.size();
+  result.range_never_entered = range_never_entered(data);
   result.monitoring_off = data.processes.empty()
                               ? data.run.monitoring != "on"
                               : std::any_of(data.processes.begin(), data.processes.end(),

@@ -187,7 +187,12 @@ struct Emitted {
   size_t sites = 0;                             // reported sites
   bool write_failed = false;                    // some file could not be written (the error was printed)
   bool monitoring_off = false;                  // nothing was watched (in a merge: in one of its processes)
+  bool range_never_entered = false;             // a capture range was given and no call was judged inside it
 };
+
+// Whether a capture range was given and no call was judged in it (every call watched was outside it or shed): the
+// range never opened, and "no findings" means nothing was checked.
+bool range_never_entered(const ReportData& data);
 
 // Writes everything the options ask for from `log` and its analysis (`analysis`; null: analyze() it here): the
 // saved events, JSON, SARIF, trace, baseline, and the human summary (to log_file unless summary=0). Errors are

@@ -361,6 +361,8 @@ bool parse_report(std::string_view text, const std::string& name, ReportFile& ou
     // Only in reports of runs with a capture range.
     if (run->find("capture_range")) {
       out.run.capture_range = c.text(*run, "run", "capture_range");
+      if (!known_capture_range(out.run.capture_range))
+        c.fail(*run->find("capture_range"), "run.capture_range", capture_range_error("", out.run.capture_range));
       out.totals.outside_range_calls = c.whole(*run, "run", "outside_range_calls");
     }
     // Fields not in the merged report's checks but in every report (kept: they name the environment).

@@ -113,23 +113,13 @@ std::string root_uri(const std::string& root) { return "file://" + uri_escape(ro
 
 // Files under the root are relative to SRCROOT (so that code scanning maps them onto the checkout), other absolute
 // files are file:// URIs, and relative ones (debug info without its compilation directory) stay relative without a
-// base: we do not know what they are relative to. Unless a source root was given (`given`): then a relative file
-// was made relative to it (a JSON report merged, written with the same source_root).
-struct SourceRoot {
-  std::string path;  // normalized_root
-  bool given;        // by the source_root option (else the working directory)
-};
-
-Json artifact_location(const std::string& file, const SourceRoot& root) {
+// base: we do not know what they are relative to (glibc's "./csu/../sysdeps/..." is no file of the checkout).
+Json artifact_location(const std::string& file, const std::string& root) {
   const std::filesystem::path p = std::filesystem::path(file).lexically_normal();
   const std::string normal = p.string();
   Json loc = Json::object();
-  if (!p.is_absolute()) {
-    loc.set("uri", str(uri_escape(normal)));
-    return root.given ? loc.set("uriBaseId", str(kSrcRoot)) : loc;
-  }
-  if (auto rel = under_root(normal, root.path))
-    return loc.set("uri", str(uri_escape(*rel))).set("uriBaseId", str(kSrcRoot));
+  if (!p.is_absolute()) return loc.set("uri", str(uri_escape(normal)));
+  if (auto rel = under_root(normal, root)) return loc.set("uri", str(uri_escape(*rel))).set("uriBaseId", str(kSrcRoot));
   return loc.set("uri", str("file://" + uri_escape(normal)));
 }
 
@@ -137,7 +127,7 @@ Json artifact_location(const std::string& file, const SourceRoot& root) {
 
 bool has_function(const Frame& f) { return !f.function.empty() && f.function != "??"; }
 
-Json physical_location(const Frame& f, const SourceRoot& root) {
+Json physical_location(const Frame& f, const std::string& root) {
   Json phys = Json::object();
   phys.set("artifactLocation", artifact_location(f.file, root));
   if (f.line > 0) phys.set("region", Json::object().set("startLine", Json::integer(f.line)));
@@ -157,7 +147,7 @@ Json logical_locations(const Frame& f) {
 }
 
 // Where a result is: the source line when the site has one, otherwise its function or module, described in words.
-Json result_location(const CallSite& site, const SourceRoot& root) {
+Json result_location(const CallSite& site, const std::string& root) {
   const Frame& f = site.frame;
   Json loc = Json::object();
   if (!f.file.empty()) {
@@ -170,7 +160,7 @@ Json result_location(const CallSite& site, const SourceRoot& root) {
   return loc.set("message", message(where));
 }
 
-Json stack_frame(const Frame& f, const SourceRoot& root) {
+Json stack_frame(const Frame& f, const std::string& root) {
   Json loc = Json::object();
   if (!f.file.empty()) loc.set("physicalLocation", physical_location(f, root));
   if (has_function(f)) loc.set("logicalLocations", function_location(f));
@@ -180,7 +170,7 @@ Json stack_frame(const Frame& f, const SourceRoot& root) {
   return frame;
 }
 
-Json call_stack(const CallSite& site, const SourceRoot& root) {
+Json call_stack(const CallSite& site, const std::string& root) {
   Json frames = Json::array();
   for (const Frame& f : site.frames) frames.push(stack_frame(f, root));
   Json stack = Json::object().set("message", message("the calling thread's stack, innermost frame first"));
@@ -320,7 +310,7 @@ Json suppression_of(const ReportData& data, const SiteRow& row) {
   return Json::array().push(Json::object().set("kind", str("external")).set("justification", str(why)));
 }
 
-Json result(const ReportData& data, const SiteRow& row, const SourceRoot& root, bool suppressed) {
+Json result(const ReportData& data, const SiteRow& row, const std::string& root, bool suppressed) {
   Json r = Json::object();
   r.set("ruleId", str(rules::rule(row.rule).id)).set("ruleIndex", Json::integer(rule_index(row.rule)));
   r.set("level", str(rules::level_name(row.level))).set("message", message(result_text(row)));
@@ -332,7 +322,7 @@ Json result(const ReportData& data, const SiteRow& row, const SourceRoot& root, 
   return r.set("properties", result_properties(row));
 }
 
-Json results(const ReportData& data, const SourceRoot& root) {
+Json results(const ReportData& data, const std::string& root) {
   Json out = Json::array();
   for (const SiteRow& row : data.rows) out.push(result(data, row, root, false));
   for (const SiteRow& row : data.suppressed) out.push(result(data, row, root, true));
@@ -414,10 +404,10 @@ Json run_properties(const ReportData& data) {
 }
 
 Json run(const ReportData& data) {
-  const SourceRoot root{normalized_root(data.source_root), !data.shown_root.empty()};
+  const std::string root = normalized_root(data.source_root);  // the source_root option, else the working directory
   Json r = Json::object();
   r.set("tool", tool()).set("invocations", invocations(data));
-  r.set("originalUriBaseIds", Json::object().set(kSrcRoot, Json::object().set("uri", str(root_uri(root.path)))));
+  r.set("originalUriBaseIds", Json::object().set(kSrcRoot, Json::object().set("uri", str(root_uri(root)))));
   return r.set("results", results(data, root)).set("properties", run_properties(data));
 }
 

@@ -136,7 +136,8 @@ std::string shown_where(const CallSite& site, const std::string& root) {
   const Frame& f = site.frame;
   if (!root.empty() && site.known() && !f.file.empty() && f.line > 0) {
     const std::string shown = shown_file(f.file, root);
-    if (shown != f.file) return shown + ":" + std::to_string(f.line);
+    // Made relative here, or already (a merged report written with the root).
+    if (shown != f.file || f.file[0] != '/') return shown + ":" + std::to_string(f.line);
   }
   return site.where();
 }
@@ -148,8 +149,7 @@ void range_without_findings(std::ostream& out, const std::string& tag, const Rep
   const uint64_t outside = data.totals.outside_range_calls;
   out << tag << "no findings; " << counted(outside, "call") << " outside the capture range (" << data.run.capture_range
       << ": not judged)"
-      << (outside == data.totals.calls_watched ? ", every call: nothing was judged (was the range ever entered?)" : "")
-      << "\n";
+      << (range_never_entered(data) ? ", every call: nothing was judged (was the range ever entered?)" : "") << "\n";
 }
 
 // Who a merged site or report came from: "ranks 0, 1, 3" or "pids 12, 13" (ranks where every process had one).

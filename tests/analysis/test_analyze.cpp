@@ -57,36 +57,44 @@ TEST(Analyze, PageableCopiesAreDocumentedObservedWithTheirOwnWorkAsEvidence) {
 }
 
 // capture_range=cudaProfilerApi (issue 21): only what runs between cudaProfilerStart and cudaProfilerStop is judged,
-// as nsys's capture range; the rest is counted. The same live (streaming, a call at a time) and offline.
+// as nsys's capture range, on every thread (the profiler is the process's); the rest, the bracket included, is
+// counted. The same offline and live, where the calls come a step at a time and the range's state must carry over.
 TEST(Analyze, ACaptureRangeJudgesOnlyTheCallsBetweenProfilerStartAndStop) {
   Builder b;
   b.call(ApiKind::DeviceAlloc, 0, 2 * kMs);  // start-up: 2 ms of its own, a cost finding without a range
   b.call(ApiKind::ProfilerStart, 3 * kMs, 3 * kMs + 10 * kUs);
-  b.call(ApiKind::DeviceAlloc, 4 * kMs, 6 * kMs);  // the steady state
-  b.call(ApiKind::ProfilerStop, 7 * kMs, 7 * kMs + 10 * kUs);
-  b.call(ApiKind::DeviceAlloc, 8 * kMs, 10 * kMs);  // tear-down
-  const Analysis all = analyze(b.log, AnalysisOptions{});
-  EXPECT_EQ(all.findings.size(), 3u);
+  b.call(ApiKind::DeviceAlloc, 4 * kMs, 6 * kMs);                                     // the steady state
+  b.call(ApiKind::DeviceAlloc, 4 * kMs + 500 * kUs, 6 * kMs + 500 * kUs).thread = 1;  // another thread, inside too
+  b.call(ApiKind::ProfilerStop, 7 * kMs, 8 * kMs + 500 * kUs);  // 1.5 ms of its own: a finding without a range
+  b.call(ApiKind::DeviceAlloc, 9 * kMs, 11 * kMs);              // tear-down
+  b.log.run.threshold_ns = AnalysisOptions{}.threshold_ns;
+  const Analysis all = analyze(b.log, analysis_options(b.log.run));
+  EXPECT_EQ(all.findings.size(), 5u);
   EXPECT_EQ(all.outside_range_calls, 0u);
   b.log.run.capture_range = "cudaProfilerApi";
-  b.log.run.threshold_ns = AnalysisOptions{}.threshold_ns;
   const AnalysisOptions ranged = analysis_options(b.log.run);
   EXPECT_TRUE(ranged.profiler_range);
   const Analysis in_range = analyze(b.log, ranged);
-  ASSERT_EQ(in_range.findings.size(), 1u);
+  ASSERT_EQ(in_range.findings.size(), 2u);
   EXPECT_EQ(in_range.findings[0].call, 2u);
-  EXPECT_EQ(in_range.outside_range_calls, 3u);  // the two allocations and cudaProfilerStart itself
+  EXPECT_EQ(in_range.findings[1].call, 3u);
+  EXPECT_EQ(in_range.outside_range_calls, 4u);  // two allocations, cudaProfilerStart and cudaProfilerStop
   StreamingOptions so;
   so.analysis = ranged;
+  so.margin_ns = 0;  // each step describes and judges what it can at once
   StreamingAnalysis live(so, b.log.run.env);
-  for (const ApiCall& c : b.log.calls) {  // a call at a time, as the capture's chunks
-    live.add({c}, {});
-    live.advance(c.end_ns);
+  uint64_t judged_in_steps = 0;
+  for (size_t i = 0; i + 1 < b.log.calls.size(); ++i) {  // as the capture feeds it: a call, then up to the next one
+    live.add({b.log.calls[i]}, {});
+    live.advance(b.log.calls[i + 1].start_ns);
+    judged_in_steps += live.judged_calls();  // this step's
   }
+  EXPECT_GE(judged_in_steps, 4u);  // judged step by step, not all at the end
+  live.add({b.log.calls.back()}, {});
   const StreamingAnalysis::Result r = live.finish();
-  EXPECT_EQ(r.analysis.outside_range_calls, 3u);
-  EXPECT_EQ(r.log.carried.outside_range_calls, 3u);
-  ASSERT_EQ(r.analysis.findings.size(), 1u);
+  EXPECT_EQ(r.analysis.outside_range_calls, 4u);
+  EXPECT_EQ(r.log.carried.outside_range_calls, 4u);
+  ASSERT_EQ(r.analysis.findings.size(), 2u);
   EXPECT_EQ(r.log.calls[r.analysis.findings[0].call].start_ns, 4 * kMs);
 }
 

@@ -141,6 +141,13 @@ TEST_F(Cli, ACaptureRangeThatNeverOpenedJudgesNothingAndSaysSo) {
   const asynccheck::report::JsonValue& props = doc["runs"][0]["properties"];
   EXPECT_EQ(props["captureRange"].string(), "cudaProfilerApi");
   EXPECT_EQ(props["callsOutsideCaptureRange"].uint64(), props["callsWatched"].uint64());
+  // In CI, with --require-monitoring: a range that never opened checked nothing, and fails the job.
+  r = asynccheck({"analyze", kRecording.string(), "--capture-range=cudaProfilerApi", "--require-monitoring"});
+  EXPECT_EQ(r.code(), 4);
+  EXPECT_NE(r.err.find("no call was made inside the capture range and require_monitoring is set: exit code 4"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(asynccheck({"analyze", kRecording.string(), "--require-monitoring"}).code(), 0);
   r = asynccheck({"analyze", kRecording.string(), "--capture-range=nvtx:step"});
   EXPECT_EQ(r.code(), 2);
   EXPECT_NE(r.err.find("option 'capture_range': 'nvtx:step' is not a capture range (valid: cudaProfilerApi"),

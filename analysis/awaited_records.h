@@ -1,5 +1,5 @@
 // Which watched calls still wait for the activity record of the GPU work they enqueued, and so how far the records
-// are complete: the running compaction's records horizon (AnalysisFeed::records_before). Pure, no CUDA.
+// are complete: the streaming analysis' records horizon (AnalysisFeed::records_before). Pure, no CUDA.
 //
 // CUPTI's ordinary flush hands over only the buffers whose records are all complete, and in any order, so "every
 // record of work finished before T has come" cannot be read from the flush. It can be read from the calls: a call
@@ -14,7 +14,7 @@
 //
 // Incremental: each call and each record is looked at when it comes (a hash lookup); each round looks at the calls
 // still awaited, the records that came before their call (kept a few rounds), and the records of streams with a
-// call of several records awaited (until a forced flush). Recomputed from the compactor's whole backlog every round
+// call of several records awaited (until a forced flush). Recomputed from the feed's whole backlog every round
 // instead, a flood of 16 threads kept 300,000 calls there and the recomputation cost 14 ms a round.
 #pragma once
 
@@ -29,7 +29,7 @@
 namespace asynccheck {
 
 // Whether `c` enqueued GPU work that gets an activity record: a launch, a copy or a memset of some bytes, a graph
-// launch (a record per node), that succeeded. A command captured into a graph gets none (compact.cpp knows which
+// launch (a record per node), that succeeded. A command captured into a graph gets none (the analysis knows which
 // were captured; AwaitedRecords waits kRecordOverdueNs for them at most).
 bool expects_work_record(const ApiCall& c);
 
@@ -38,7 +38,7 @@ bool expects_work_record(const ApiCall& c);
 bool gets_several_records(const ApiCall& c);
 
 // GPU work whose record has not come this long after its call returned is taken as lost: it no longer holds back
-// what waits for it (AwaitedRecords; compact.cpp: legacy-stream commands). Queued work comes well before (a GPU
+// what waits for it (AwaitedRecords; the analysis: legacy-stream commands). Queued work comes well before (a GPU
 // shared by four processes ran ~20 ms behind the host; ordinary flushes delivered records up to 278 ms late).
 constexpr uint64_t kRecordOverdueNs = 10'000'000'000;
 

@@ -165,7 +165,7 @@ void AnalysisFeed::shed() {
 // its call was shed (here or by the capture), or is one we do not watch. Dropped (counted in carried.ops) once
 // shedding started: evidence about other streams' work may go with it, as with the shed calls.
 // The ids in one sorted vector, not a hash set: this runs every round of a flood, over up to a few hundred thousand
-// calls, and a set's node per id was that many allocations a round on the compaction thread.
+// calls, and a set's node per id was that many allocations a round on the analysis thread.
 void AnalysisFeed::drop_orphan_work() {
   std::vector<uint64_t> ids;
   ids.reserve(2 * (analysis_.window().calls.size() + backlog_calls_.size()));
@@ -243,7 +243,7 @@ uint64_t AnalysisFeed::records_before(uint64_t flushed_ns, uint64_t forced_ns) {
   return before;
 }
 
-// Moves into the compacted log the untimed work whose call is there, and the work that waited too long (`all`: every
+// Moves into the analysis the untimed work whose call is there, and the work that waited too long (`all`: every
 // one). The common case, no untimed work, costs nothing; otherwise one pass over the calls held, looked up among the
 // few untimed operations' ids (sorting the ids of every call held, each round and chunk, cost more than the
 // analysis once a flood filled the backlog).

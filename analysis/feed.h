@@ -17,7 +17,7 @@
 
 namespace asynccheck {
 
-// What compaction did, for the `stats` option (docs/performance.md): rounds and chunks run, how long they took,
+// How the streaming analysis kept up, for the `stats` option (docs/performance.md): rounds and chunks run, how long they took,
 // how far the threads got ahead of them, and what was kept at the end.
 struct FeedStats {
   uint64_t rounds = 0, chunks = 0;
@@ -63,7 +63,7 @@ bool sheddable_hard(const ApiCall& c, uint64_t threshold_ns);
 // What the capture does with a call its thread just made, when the thread's buffer already holds `buffered` calls
 // and `share` is the thread's share of compact_backlog (0: no limit). Below the share: Keep. From the share on:
 // Shed an ordinary call (sheddable), from twice the share any sheddable_hard one; Shed = counted, not analyzed.
-// From kLoseAtShares times the share the compaction thread has not taken the buffer for so long (stuck, or many
+// From kLoseAtShares times the share the analysis thread has not taken the buffer for so long (stuck, or many
 // threads flooding it with calls no level may shed) that only dropping every call keeps memory bounded: Lose =
 // counted, not analyzed, and the report says it is incomplete.
 enum class AtThread { Keep, Shed, Lose };
@@ -76,7 +76,7 @@ AtThread at_thread(const ApiCall& c, size_t buffered, size_t share, bool functio
 // (interpose/blocking_streams.h), so a call without a stack may still be a finding: never shed (above).
 bool on_legacy_stream(const ApiCall& c);
 
-// Whether a compaction round flushes CUPTI by force (the flush_period option). A forced flush delivers the records
+// Whether a round flushes CUPTI by force (the flush_period option). A forced flush delivers the records
 // of all work finished so far; an ordinary one only the buffers whose records are all complete, in any order, so
 // the records horizon follows the calls still waiting for theirs (AnalysisFeed::records_before). Forced flushes make
 // CUPTI's device-buffer pool grow while several threads launch, and past its limit work comes untimed
@@ -86,8 +86,8 @@ bool on_legacy_stream(const ApiCall& c);
 // when the round began.
 bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_t backlog, size_t max_backlog);
 
-// The backlog size past which the compaction counts as behind (the capture takes from the threads at once, trims
-// the heap) and, with a flush period, goes on compacting past the records horizon rather than shed: two rounds of
+// The backlog size past which the analysis counts as behind (the capture takes from the threads at once, trims
+// the heap) and, with a flush period, goes on analyzing past the records horizon rather than shed: two rounds of
 // calls, or with a period the half of `max_backlog` that forces a flush (what waits for it is not "behind").
 size_t behind_at(uint64_t period_ns, size_t round_calls, size_t max_backlog);
 
@@ -101,7 +101,7 @@ class EventSink {
 
 class AnalysisFeed {
  public:
-  // Each compaction moves at most `chunk_calls` calls into the compacted log: its temporary memory is a few
+  // Each chunk moves at most `chunk_calls` calls into the analysis: its temporary memory is a few
   // hundred bytes per call of the chunk and of what the margin keeps, so this bounds a chunk's memory and
   // duration (hence how long the capture's finish() waits for one).
   // `max_backlog` (0 = none): when more calls than this wait, the oldest ordinary ones are shed (shed()); past
@@ -124,7 +124,7 @@ class AnalysisFeed {
   size_t backlog_size() const { return backlog_calls_.size(); }
   // How far the activity records are complete, as the calls show, after a flush at `flushed_ns` (the last forced
   // one at `forced_ns`): analysis/awaited_records.h. So that ordinary flushes, which hand over only buffers whose
-  // records are all complete, in any order, are enough to compact: forced ones grow CUPTI's device-buffer pool
+  // records are all complete, in any order, are enough to analyze: forced ones grow CUPTI's device-buffer pool
   // (cupti/activity.cpp). Work no watched call enqueued (calls we do not watch, calls the capture shed) gives no
   // sign of its record: when it comes after the calls around it were settled, it is counted but is no evidence
   // for them (flush_period=0 rules that out: every round forced).
@@ -149,7 +149,7 @@ class AnalysisFeed {
   size_t chunk_calls_;
   StreamingAnalysis analysis_;          // has everything that started before backlog_calls_' first call
   bool complete_ = true;                // false once calls were lost (lose())
-  std::vector<ApiCall> backlog_calls_;  // added, not yet compacted, sorted by start
+  std::vector<ApiCall> backlog_calls_;  // added, not yet analyzed, sorted by start
   std::vector<GpuOp> backlog_ops_;
   // Bounded memory when the program makes calls faster than one thread can analyze them (many threads launching
   // flat out): the oldest half of the backlog loses its sheddable() calls, which are counted (carried.calls and
@@ -169,9 +169,9 @@ class AnalysisFeed {
   void remember_launches(const std::vector<ApiCall>& calls);
 
   // Work CUPTI delivered untimed (start and end 0: cupti/activity.cpp): sorted by start it would go into the
-  // compacted log ahead of the call that enqueued it, be dropped there as nobody's work, and that call would then
+  // analysis' window ahead of the call that enqueued it, be dropped there as nobody's work, and that call would then
   // wait for its record forever (kept in every round: 1.19M calls after 24 minutes of a run with untimed work).
-  // It waits here instead until its call is in the compacted log, at most kUntimedRounds rounds (a call shed or not
+  // It waits here instead until its call is in the analysis, at most kUntimedRounds rounds (a call shed or not
   // watched never comes); `second` counts the rounds it waited.
   void release_untimed(bool all);
   static constexpr uint32_t kUntimedRounds = 16;

@@ -7,6 +7,7 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/median_sketch.h"
+#include "analysis/sorted_merge.h"
 
 namespace asynccheck {
 namespace {
@@ -34,24 +35,9 @@ void StreamingAnalysis::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops) 
       out_ops_.push_back(op);
     }
   }
-  auto by_log = [](const auto& a, const auto& b) { return before_in_log(a, b); };
-  // Calls: after those described (the caller's promise), so only the undescribed tail is merged.
-  if (!std::is_sorted(calls.begin(), calls.end(), by_log)) std::stable_sort(calls.begin(), calls.end(), by_log);
-  const auto tail = static_cast<std::ptrdiff_t>(analyzer_->described());
-  const auto mid = static_cast<std::ptrdiff_t>(window_.calls.size());
-  window_.calls.insert(window_.calls.end(), std::make_move_iterator(calls.begin()),
-                       std::make_move_iterator(calls.end()));
-  std::inplace_merge(window_.calls.begin() + std::min(tail, mid), window_.calls.begin() + mid, window_.calls.end(),
-                     by_log);
-  if (!std::is_sorted(ops.begin(), ops.end(), by_log)) std::stable_sort(ops.begin(), ops.end(), by_log);
-  if (ops.empty()) return;
-  // Only the window's tail from the first new operation on can change order: merged alone (new work mostly starts
-  // after what the window holds).
-  const auto ofrom =
-      std::upper_bound(window_.ops.begin(), window_.ops.end(), ops.front(), by_log) - window_.ops.begin();
-  const auto omid = static_cast<std::ptrdiff_t>(window_.ops.size());
-  window_.ops.insert(window_.ops.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
-  std::inplace_merge(window_.ops.begin() + ofrom, window_.ops.begin() + omid, window_.ops.end(), by_log);
+  // Calls come after those described (the caller's promise): the merge leaves the described ones where they are.
+  merge_into(window_.calls, std::move(calls), [](const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); });
+  merge_into(window_.ops, std::move(ops), [](const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); });
 }
 
 void StreamingAnalysis::set_marks(std::vector<Mark> marks) { window_.marks = std::move(marks); }

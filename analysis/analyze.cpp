@@ -590,7 +590,8 @@ void Analyzer::describe(size_t ci, const Index& idx) {
   s.self = StreamAnchor{anchor_stream, d.stream, c.thread, c.stream, c.end_ns};
   // The bracket itself is not judged either: cudaProfilerStop may flush, and it is not the code under check.
   const bool bracket = d.api == ApiKind::ProfilerStart || d.api == ApiKind::ProfilerStop;
-  s.outside_range = opt_.profiler_range && (bracket || !state_.profiler_on);
+  s.outside_range = (opt_.profiler_range && (bracket || !state_.profiler_on)) ||
+                    (opt_.in_nvtx_range && !opt_.in_nvtx_range(c.nvtx_range));
   switch (d.api) {
     case ApiKind::ProfilerStart: state_.profiler_on = true; break;
     case ApiKind::ProfilerStop: state_.profiler_on = false; break;
@@ -699,11 +700,15 @@ void Analyzer::mark_pending_blocking_work(size_t from, size_t to, const Index& i
   }
 }
 
-AnalysisOptions analysis_options(const RunInfo& run) {
+AnalysisOptions analysis_options(const EventLog& log) {
   AnalysisOptions o;
-  o.threshold_ns = run.threshold_ns;
-  o.cost_threshold_ns = run.cost_threshold_ns;
-  o.profiler_range = run.capture_range == "cudaProfilerApi";
+  o.threshold_ns = log.run.threshold_ns;
+  o.cost_threshold_ns = log.run.cost_threshold_ns;
+  const CaptureRange range = parse_capture_range(log.run.capture_range).value_or(CaptureRange{});
+  o.profiler_range = range.kind == CaptureRange::Kind::ProfilerApi;
+  o.in_nvtx_range = nvtx_range_test(range, [ranges = log.nvtx_ranges](uint32_t id) {
+    return id > 0 && id <= ranges.size() ? ranges[id - 1] : NvtxRange{};
+  });
   return o;
 }
 

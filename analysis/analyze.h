@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <string>
@@ -35,10 +36,13 @@ struct AnalysisOptions {
   // Judge only the calls made between cudaProfilerStart and cudaProfilerStop (capture_range=cudaProfilerApi, as
   // nsys's --capture-range): a steady-state check not cluttered by start-up. The others are counted.
   bool profiler_range = false;
+  // Judge only the calls whose NVTX range (ApiCall::nvtx_range) it says are inside the capture range
+  // (capture_range=nvtx:NAME: capture_range.h); empty: no such range.
+  std::function<bool(uint32_t)> in_nvtx_range;
 };
 
-// The options a run's recorded settings (RunInfo) ask for.
-AnalysisOptions analysis_options(const RunInfo& run);
+// The options a log's recorded settings (RunInfo) ask for; an NVTX capture range reads the log's ranges (a copy).
+AnalysisOptions analysis_options(const EventLog& log);
 
 struct Analysis {
   std::vector<rules::CallDescription> described;   // per call: the description completed with stream kinds etc.

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/capture_range.h"
 #include "rules/api_traits.h"
 #include "rules/call.h"
 #include "rules/catalog.h"
@@ -134,15 +135,6 @@ struct Symbol {
   int line = 0;
 };
 
-// The capture ranges the option takes (RunInfo::capture_range), one place for the options, recordings and reports.
-inline constexpr std::string_view kCaptureRanges = "cudaProfilerApi";
-inline bool known_capture_range(std::string_view range) { return range.empty() || range == kCaptureRanges; }
-inline std::string capture_range_error(std::string_view where, std::string_view range) {
-  return (where.empty() ? std::string() : std::string(where) + ": ") + "'" + std::string(range) +
-         "' is not a capture range (valid: " + std::string(kCaptureRanges) +
-         ", the calls between cudaProfilerStart and cudaProfilerStop; empty: every call)";
-}
-
 struct RunInfo {
   std::string program;
   std::vector<std::string> args;
@@ -160,8 +152,8 @@ struct RunInfo {
   uint64_t unanalyzed_calls = 0;
   uint64_t threshold_ns = 0;               // the waited-time threshold in effect (AnalysisOptions::threshold_ns)
   uint64_t cost_threshold_ns = 1'000'000;  // the own-cost threshold in effect (AnalysisOptions::cost_threshold_ns)
-  // The capture_range option in effect: "" (every call is judged) or "cudaProfilerApi" (only the calls between
-  // cudaProfilerStart and cudaProfilerStop: AnalysisOptions::profiler_range). known_capture_range says which.
+  // The capture_range option in effect: "" (every call is judged), "cudaProfilerApi" or "nvtx:NAME[@DOMAIN]"
+  // (analysis/capture_range.h).
   std::string capture_range;
   rules::Environment env;
   bool complete = true;  // false when the run ended before we could flush everything
@@ -170,10 +162,12 @@ struct RunInfo {
   std::string end = "exit";
 };
 
-// An NVTX push/pop range as the program named it: the message it pushed, in the domain it pushed it in.
+// An NVTX push/pop range as the program named it: the message it pushed, in the domain it pushed it in, and the
+// range it was nested in (on its thread, or a region of the whole process: interpose/nvtx_ranges.h).
 struct NvtxRange {
-  std::string domain;  // "" = NVTX's default domain (nvtxRangePushA/W/Ex)
-  std::string name;    // the message (ASCII, UTF-8 from wide strings, or the registered string's text)
+  std::string domain;   // "" = NVTX's default domain (nvtxRangePushA/W/Ex)
+  std::string name;     // the message (ASCII, UTF-8 from wide strings, or the registered string's text)
+  uint32_t parent = 0;  // EventLog::nvtx_ranges id of the enclosing range, always a smaller one; 0 = outermost
   bool operator==(const NvtxRange&) const = default;
 };
 

@@ -18,7 +18,8 @@ constexpr std::string_view kMagic = "asynccheck-recording";
 // A recording is input we did not write ourselves (it may come from anywhere): bound what one line can claim.
 constexpr size_t kMaxFrames = 512;
 constexpr size_t kMaxLine = 1 << 20;
-// The capture interns at most 4096 range names (interpose/nvtx_ranges.h) and ids are 32-bit; this bounds the table.
+// The capture interns at most 16384 ranges (interpose/nvtx_ranges.h: kMaxRanges) and ids are 32-bit; this bounds the
+// table.
 constexpr size_t kMaxNvtxRanges = 1 << 20;
 
 std::vector<std::string_view> split(std::string_view line) {
@@ -43,6 +44,13 @@ class Fields {
     if (tokens_.size() == n) return true;
     fail("expected " + std::to_string(n - 1) + " fields after '" + std::string(tokens_[0]) + "', got " +
          std::to_string(tokens_.size() - 1) + " (" + std::string(shape) + ")");
+    return false;
+  }
+  // n to m tokens: the last fields are optional.
+  bool count(size_t n, size_t m, std::string_view shape) {
+    if (tokens_.size() >= n && tokens_.size() <= m) return true;
+    fail("expected " + std::to_string(n - 1) + " to " + std::to_string(m - 1) + " fields after '" +
+         std::string(tokens_[0]) + "', got " + std::to_string(tokens_.size() - 1) + " (" + std::string(shape) + ")");
     return false;
   }
   size_t size() const { return tokens_.size(); }
@@ -429,7 +437,10 @@ void write_stacks(std::ostream& o, const std::vector<Stack>& stacks, size_t firs
 
 void write_nvtx_ranges(std::ostream& o, const std::vector<NvtxRange>& ranges, size_t first) {
   for (size_t i = first; i < ranges.size(); ++i) {
-    o << "nvtx " << (i + 1) << ' ' << percent_encode(ranges[i].domain) << ' ' << percent_encode(ranges[i].name) << '\n';
+    o << "nvtx " << (i + 1) << ' ' << percent_encode(ranges[i].domain) << ' ' << percent_encode(ranges[i].name);
+    // Only for a nested range: recordings without nesting read as they did in versions that had no parents.
+    if (ranges[i].parent != 0) o << ' ' << ranges[i].parent;
+    o << '\n';
   }
 }
 
@@ -558,14 +569,19 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       if (!f.ok()) return fail(what);
       log.symbols.push_back(std::move(y));
     } else if (tag == "nvtx") {
-      if (!f.count(4, "nvtx id domain name")) return fail(what);
+      if (!f.count(4, 5, "nvtx id domain name [parent]")) return fail(what);
       size_t id = f.num<size_t>("id");
       NvtxRange r;
       r.domain = f.text("domain");
       r.name = f.text("name");
+      if (f.size() == 5) r.parent = f.num<uint32_t>("parent");
       if (f.ok() && id != log.nvtx_ranges.size() + 1)
         f.fail("nvtx id " + std::to_string(id) + " out of order (expected " +
                std::to_string(log.nvtx_ranges.size() + 1) + ")");
+      // A parent declared before its child: the chain of enclosing ranges ends, whatever the file says.
+      if (f.ok() && f.size() == 5 && (r.parent == 0 || r.parent >= id))
+        f.fail("field 'parent': NVTX range " + std::to_string(r.parent) + " is not a range declared before " +
+               std::to_string(id) + " (valid: 1 to " + std::to_string(id - 1) + "; none for an outermost range)");
       if (f.ok() && log.nvtx_ranges.size() >= kMaxNvtxRanges)
         f.fail("more than " + std::to_string(kMaxNvtxRanges) + " NVTX ranges");
       if (!f.ok()) return fail(what);

@@ -9,7 +9,8 @@
 //   stack <id> <frame> ...         interned call stacks, hex return addresses, innermost first
 //   pyframe <id> <file> <function> <line>  optional: a Python frame of stack <id> (declared before), innermost first
 //   sym <ip> <line> <function> <file>  a resolved frame of a return address (inlined ones: several, innermost first)
-//   nvtx <id> <domain> <name>      optional: an NVTX range that `call` lines name, ids 1, 2, ... in order
+//   nvtx <id> <domain> <name> [<parent>]   optional: an NVTX range that `call` lines name, ids 1, 2, ... in order;
+//                                  <parent> the id of the range it is nested in (smaller), absent when outermost
 //   call <fields...>               one per watched API call (see kCallShape in recording.cpp); an optional last
 //                                  field names the call's innermost NVTX range (absent: none)
 //   ctxcall <fields...>            optional: a call that earlier versions' compaction kept as context only

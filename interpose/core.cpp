@@ -640,7 +640,9 @@ void start(Origin origin) {
   capture::Options capture;
   capture.analysis.threshold_ns = g_options->threshold;
   capture.analysis.cost_threshold_ns = g_options->cost_threshold;
-  capture.analysis.profiler_range = g_options->capture_range == "cudaProfilerApi";
+  const CaptureRange range = parse_capture_range(g_options->capture_range).value_or(CaptureRange{});  // validated
+  capture.analysis.profiler_range = range.kind == CaptureRange::Kind::ProfilerApi;
+  capture.analysis.in_nvtx_range = nvtx_range_test(range, nvtx_ranges::range);
   capture.env = g_run->env;
   capture.streaming = g_options->compact && files.trace.empty();
   capture.round_calls = g_options->compact_round;

@@ -4,7 +4,9 @@
 #include <generated_nvtx_meta.h>
 #include <pthread.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,12 +30,25 @@ struct DomainNames {
 };
 
 // Shared by every thread; taken once per push (and per domain or string registration), never by a CUDA call.
+// A range as a call records it is a node: a name and the node of the range it is nested in, so that a call knows
+// every range it is inside of, not only the innermost (capture_range=nvtx:NAME, regions that name a test).
+struct Node {
+  uint32_t name;    // index into names
+  uint32_t parent;  // node id, 0 = outermost
+};
 struct Table {
   std::mutex mu;
-  std::vector<NvtxRange> names;                                           // id N is names[N - 1]
+  std::vector<NvtxRange> names;                                           // distinct (domain, name), parent 0
+  std::vector<Node> nodes;                                                // node id N is nodes[N - 1]
+  std::unordered_map<uint64_t, uint32_t> node_ids;                        // (name << 32 | parent) -> node id
   std::unordered_map<const void*, std::unique_ptr<DomainNames>> domains;  // by nvtxDomainHandle_t; nullptr = default
   std::unordered_map<const void*, std::string> strings;                   // nvtxStringHandle_t -> its text
-  uint32_t too_many = 0;                                                  // the id of kTooMany, once needed
+  uint32_t too_many_name = UINT32_MAX;                                    // the name index of kTooMany, once needed
+  uint32_t too_many_node = 0;                                             // its node, once the nodes ran out
+  // The process-wide regions (asynccheck_region_push), outermost first, and the node of the innermost: the base of
+  // every thread's own stack. `generation` changes with them; a thread rebuilds its nodes when it sees it change.
+  std::vector<uint32_t> regions;  // name indices
+  uint32_t region_node = 0;
 };
 
 Table& table() {
@@ -41,19 +56,25 @@ Table& table() {
   return *t;
 }
 
+std::atomic<uint32_t> g_generation{0};
+// The domain regions are named in: our own, so that a program's "asynccheck" domain cannot pop them.
+const char g_region_domain = 0;
+
 // One thread's open ranges, innermost last, each with the domain it was pushed in (pops are per domain).
 struct Open {
   const void* domain;
-  uint32_t id;
+  uint32_t name;
+  uint32_t node;
 };
 struct Stack {
   std::vector<Open> open;
   size_t deeper = 0;  // pushes beyond kMaxDepth, not kept
 };
 
-// The innermost open range: what a CUDA call reads. A plain thread-local integer (no constructor, no destructor),
-// so reading it costs one load.
+// The innermost open range: what a CUDA call reads. Plain thread-local integers (no constructor, no destructor), so
+// reading them costs two loads and a compare with the generation.
 thread_local uint32_t t_current = 0;
+thread_local uint32_t t_generation = 0;  // of the regions t_current and the stack's nodes were built on
 // Allocated at the thread's first push, freed when it exits (thread-local destructors would run in an order we do
 // not control; a pthread key's destructor clears the pointer, so a push after it simply starts a new stack).
 thread_local Stack* t_stack = nullptr;
@@ -63,6 +84,7 @@ void free_stack(void* p) {
   delete static_cast<Stack*>(p);
   t_stack = nullptr;
   t_current = 0;
+  t_generation = 0;
 }
 
 Stack& stack() {
@@ -105,36 +127,75 @@ DomainNames& domain_names(Table& t, const void* handle) {
   if (!d) {
     d = std::make_unique<DomainNames>();
     // A handle whose creation we did not see (created before CUPTI was NVTX's tool, or CUPTI gave no handle).
-    if (handle != nullptr) d->name = "(unnamed domain)";
+    if (handle == &g_region_domain)
+      d->name = std::string(kRegionDomain);
+    else if (handle != nullptr)
+      d->name = "(unnamed domain)";
   }
   return *d;
 }
 
-// The id of (domain, name); under t.mu.
-uint32_t intern(Table& t, const void* domain, std::string_view name) {
+// The index of (domain, name) in t.names; under t.mu.
+uint32_t intern_name(Table& t, const void* domain, std::string_view name) {
   DomainNames& d = domain_names(t, domain);
   if (auto it = d.ids.find(name); it != d.ids.end()) return it->second;
   if (t.names.size() >= kMaxNames) {
-    if (t.too_many == 0) {
+    if (t.too_many_name == UINT32_MAX) {
+      t.too_many_name = static_cast<uint32_t>(t.names.size());
       t.names.push_back({"", std::string(kTooMany)});
-      t.too_many = static_cast<uint32_t>(t.names.size());
     }
-    return t.too_many;
+    return t.too_many_name;
   }
+  const auto index = static_cast<uint32_t>(t.names.size());
   t.names.push_back({d.name, std::string(name)});
-  const auto id = static_cast<uint32_t>(t.names.size());
-  d.ids.emplace(std::string(name), id);
+  d.ids.emplace(std::string(name), index);
+  return index;
+}
+
+// The node of range `name` nested in node `parent`; under t.mu. Past kMaxRanges nodes, one node named kTooMany.
+uint32_t intern_node(Table& t, uint32_t name, uint32_t parent) {
+  const uint64_t key = static_cast<uint64_t>(name) << 32 | parent;
+  if (auto it = t.node_ids.find(key); it != t.node_ids.end()) return it->second;
+  if (t.nodes.size() >= kMaxRanges) {
+    if (t.too_many_node == 0) {
+      if (t.too_many_name == UINT32_MAX) {
+        t.too_many_name = static_cast<uint32_t>(t.names.size());
+        t.names.push_back({"", std::string(kTooMany)});
+      }
+      t.nodes.push_back({t.too_many_name, 0});
+      t.too_many_node = static_cast<uint32_t>(t.nodes.size());
+    }
+    return t.too_many_node;
+  }
+  t.nodes.push_back({name, parent});
+  const auto id = static_cast<uint32_t>(t.nodes.size());
+  t.node_ids.emplace(key, id);
   return id;
 }
 
-void push(const void* domain, uint32_t id) {
+// Rebuilds this thread's nodes from open[from] on, nested in the regions of the current generation; under t.mu.
+void restack(Table& t, Stack* s, size_t from) {
+  t_generation = g_generation.load(std::memory_order_relaxed);
+  uint32_t parent = t.region_node;
+  if (s == nullptr) {
+    t_current = parent;
+    return;
+  }
+  if (from > 0) parent = s->open[from - 1].node;
+  for (size_t i = from; i < s->open.size(); ++i) parent = s->open[i].node = intern_node(t, s->open[i].name, parent);
+  t_current = parent;
+}
+
+// Opens range `name` on this thread; under t.mu.
+void push(Table& t, const void* domain, uint32_t name) {
   Stack& s = stack();
   if (s.open.size() >= kMaxDepth) {
     ++s.deeper;
     return;
   }
-  s.open.push_back({domain, id});
-  t_current = id;
+  s.open.push_back({domain, name, 0});
+  const bool rebuilt = t_generation != g_generation.load(std::memory_order_relaxed);
+  restack(t, &s, rebuilt ? 0 : s.open.size() - 1);
 }
 
 // Ends the innermost open range of `domain` on this thread (NVTX nests per thread and per domain). A pop with
@@ -149,10 +210,14 @@ void pop(const void* domain) {
   for (size_t i = s.open.size(); i-- > 0;) {
     if (s.open[i].domain == domain) {
       s.open.erase(s.open.begin() + static_cast<std::ptrdiff_t>(i));
-      break;
+      // The ranges above the one that ended (another domain's, still open) are now nested one level less.
+      Table& t = table();
+      std::lock_guard lock(t.mu);
+      const bool rebuilt = t_generation != g_generation.load(std::memory_order_relaxed);
+      restack(t, &s, rebuilt ? 0 : i);
+      return;
     }
   }
-  t_current = s.open.empty() ? 0 : s.open.back().id;
 }
 
 // The text of an event's message. Registered strings are looked up under t.mu.
@@ -172,12 +237,8 @@ std::string message_of(Table& t, const nvtxEventAttributes_t* a) {
 
 void push_named(const void* domain, std::string_view name) {
   Table& t = table();
-  uint32_t id;
-  {
-    std::lock_guard lock(t.mu);
-    id = intern(t, domain, name);
-  }
-  push(domain, id);
+  std::lock_guard lock(t.mu);
+  push(t, domain, intern_name(t, domain, name));
 }
 
 void push_ascii(const void* domain, const char* message) {
@@ -194,12 +255,8 @@ void push_event(const void* domain, const nvtxEventAttributes_t* a) {
     return push_ascii(domain, a->message.ascii);
   }
   Table& t = table();
-  uint32_t id;
-  {
-    std::lock_guard lock(t.mu);
-    id = intern(t, domain, message_of(t, a));
-  }
-  push(domain, id);
+  std::lock_guard lock(t.mu);
+  push(t, domain, intern_name(t, domain, message_of(t, a)));
 }
 
 // CUPTI's generated_nvtx_meta.h has no struct for nvtxDomainCreateW; its one argument, as nvtxDomainCreateA's.
@@ -265,12 +322,56 @@ void on_callback(uint32_t cbid, const void* params, const void* result) {
   }
 }
 
-uint32_t current() { return t_current; }
+uint32_t current() {
+  if (t_generation != g_generation.load(std::memory_order_relaxed)) [[unlikely]] {
+    Table& t = table();
+    std::lock_guard lock(t.mu);
+    restack(t, t_stack, 0);
+  }
+  return t_current;
+}
 
 std::vector<NvtxRange> names() {
   Table& t = table();
   std::lock_guard lock(t.mu);
-  return t.names;
+  std::vector<NvtxRange> out;
+  out.reserve(t.nodes.size());
+  for (const Node& n : t.nodes) out.push_back({t.names[n.name].domain, t.names[n.name].name, n.parent});
+  return out;
+}
+
+NvtxRange range(uint32_t id) {
+  Table& t = table();
+  std::lock_guard lock(t.mu);
+  if (id == 0 || id > t.nodes.size()) return {};
+  const Node& n = t.nodes[id - 1];
+  return {t.names[n.name].domain, t.names[n.name].name, n.parent};
+}
+
+int region_push(const char* name) {
+  if (name == nullptr) return -1;
+  Table& t = table();
+  std::lock_guard lock(t.mu);
+  if (t.regions.size() >= kMaxDepth) return -1;
+  const std::string_view view(name, strnlen(name, kMaxNameBytes + 1));
+  const uint32_t index = view.size() > kMaxNameBytes ? intern_name(t, &g_region_domain, cut(std::string(view)))
+                                                     : intern_name(t, &g_region_domain, view);
+  t.regions.push_back(index);
+  t.region_node = intern_node(t, index, t.region_node);
+  g_generation.fetch_add(1, std::memory_order_relaxed);
+  return static_cast<int>(t.regions.size());
+}
+
+int region_pop() {
+  Table& t = table();
+  std::lock_guard lock(t.mu);
+  if (t.regions.empty()) return -1;
+  t.regions.pop_back();
+  uint32_t node = 0;
+  for (uint32_t index : t.regions) node = intern_node(t, index, node);
+  t.region_node = node;
+  g_generation.fetch_add(1, std::memory_order_relaxed);
+  return static_cast<int>(t.regions.size());
 }
 
 }  // namespace asynccheck::nvtx_ranges

@@ -23,8 +23,10 @@ void count_range(std::vector<std::pair<uint32_t, uint64_t>>& counts, uint32_t ra
 std::vector<RangeCount> resolve_ranges(const EventLog& log, const std::vector<std::pair<uint32_t, uint64_t>>& counts) {
   std::vector<RangeCount> out;
   for (const auto& [id, count] : counts) {
-    const NvtxRange& r = nvtx_range(log, id);
-    add_range(out, r.name, r.domain, count);
+    const std::vector<const NvtxRange*> chain = nvtx_chain(log, id);
+    RangeCount range{chain.back()->name, chain.back()->domain, 0, {}};
+    for (size_t i = 0; i + 1 < chain.size(); ++i) range.enclosing.push_back({chain[i]->domain, chain[i]->name});
+    add_range(out, range, count);
   }
   sort_ranges(out);
   return out;
@@ -37,15 +39,33 @@ const NvtxRange& nvtx_range(const EventLog& log, uint32_t id) {
   return id > 0 && id <= log.nvtx_ranges.size() ? log.nvtx_ranges[id - 1] : kUnknown;
 }
 
-void add_range(std::vector<RangeCount>& ranges, const std::string& name, const std::string& domain, uint64_t n) {
+std::vector<const NvtxRange*> nvtx_chain(const EventLog& log, uint32_t id) {
+  std::vector<const NvtxRange*> chain{&nvtx_range(log, id)};
+  // Parents are smaller ids (recording.cpp checks it; the capture interns a parent first), so the walk ends.
+  for (uint32_t p = chain.back()->parent; p != 0 && p < id; p = chain.back()->parent) {
+    chain.push_back(&nvtx_range(log, p));
+    id = p;
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+std::string nvtx_path(const EventLog& log, uint32_t id) {
+  std::string s;
+  for (const NvtxRange* r : nvtx_chain(log, id)) s += (s.empty() ? "" : " > ") + r->name;
+  return s;
+}
+
+void add_range(std::vector<RangeCount>& ranges, const RangeCount& range, uint64_t n) {
   if (n == 0) return;
   for (RangeCount& r : ranges) {
-    if (r.name == name && r.domain == domain) {
+    if (r.same_range(range)) {
       r.count += n;
       return;
     }
   }
-  ranges.push_back(RangeCount{name, domain, n});
+  ranges.push_back(range);
+  ranges.back().count = n;
 }
 
 void sort_ranges(std::vector<RangeCount>& ranges) {

@@ -172,8 +172,17 @@ void write_json(std::ostream& o, const ReportData& data) {
     if (!s.nvtx.empty()) {
       o << ", \"nvtx_range\": " << quote(s.nvtx[0].name) << ", \"nvtx_ranges\": [";
       for (size_t k = 0; k < s.nvtx.size(); ++k) {
-        o << (k ? ", " : "") << "{\"name\": " << quote(s.nvtx[k].name) << ", \"domain\": " << quote(s.nvtx[k].domain)
-          << ", \"count\": " << s.nvtx[k].count << "}";
+        const RangeCount& range = s.nvtx[k];
+        o << (k ? ", " : "") << "{\"name\": " << quote(range.name) << ", \"domain\": " << quote(range.domain)
+          << ", \"count\": " << range.count;
+        // Only for a nested range: the ranges it was in, outermost first, and itself.
+        if (!range.enclosing.empty()) {
+          o << ", \"path\": [";
+          for (const RangeName& up : range.enclosing)
+            o << "{\"name\": " << quote(up.name) << ", \"domain\": " << quote(up.domain) << "}, ";
+          o << "{\"name\": " << quote(range.name) << ", \"domain\": " << quote(range.domain) << "}]";
+        }
+        o << "}";
       }
       o << "]";
     }

@@ -200,7 +200,7 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
       sum(m.bytes, row.bytes);
       m.level = std::max(m.level, row.level);
       for (const ProcessShare& s : shares_of(r, row)) m.processes.push_back(s);
-      for (const RangeCount& range : row.nvtx) add_range(m.nvtx, range.name, range.domain, range.count);
+      for (const RangeCount& range : row.nvtx) add_range(m.nvtx, range, range.count);
       medians[it->second].emplace_back(row.median_ns, row.count);
     }
     // Suppression uses of every report, to be listed with the merge's own (write_report adds up equal entries).

@@ -307,7 +307,7 @@ Emitted emit(EventLog& log, const Analysis* analysis, const Options& options, co
   }
   Analysis analyzed_here;
   if (!analysis) {
-    AnalysisOptions ao = analysis_options(log.run);
+    AnalysisOptions ao = analysis_options(log);
     if (ao.threshold_ns == 0) ao.threshold_ns = options.threshold;
     analyzed_here = analyze(log, ao);
     analysis = &analyzed_here;

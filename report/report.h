@@ -37,15 +37,27 @@ struct ProcessShare {
 };
 
 // How many of a site's findings happened with one NVTX range innermost (SiteRow::nvtx).
+struct RangeName {
+  std::string domain;  // "" = NVTX's default domain
+  std::string name;
+  bool operator==(const RangeName&) const = default;
+};
 struct RangeCount {
   std::string name;
   std::string domain;  // "" = NVTX's default domain
   uint64_t count = 0;
+  // The ranges it was nested in, outermost first: its thread's own and the process' regions (a test's, in pytest).
+  // Part of what tells ranges apart: "forward" in one test is not "forward" in another.
+  std::vector<RangeName> enclosing = {};
   bool operator==(const RangeCount&) const = default;
+  bool same_range(const RangeCount& o) const {
+    return name == o.name && domain == o.domain && enclosing == o.enclosing;
+  }
 };
 
-// Adds `n` findings in range (name, domain) to `ranges`: to its entry, or as a new last one.
-void add_range(std::vector<RangeCount>& ranges, const std::string& name, const std::string& domain, uint64_t n);
+// Adds `n` findings in `range` (its name, domain and enclosing ranges; its count is not read) to `ranges`: to its
+// entry, or as a new last one.
+void add_range(std::vector<RangeCount>& ranges, const RangeCount& range, uint64_t n);
 // Most findings first; ties keep their order (first seen).
 void sort_ranges(std::vector<RangeCount>& ranges);
 
@@ -87,6 +99,10 @@ std::string nvtx_text(const SiteRow& row);
 // Range `id` of log.nvtx_ranges (an id the table does not hold, which only a hand-made log can have: name "?").
 // For the writers that read the events (the trace); the others read SiteRow::nvtx.
 const NvtxRange& nvtx_range(const EventLog& log, uint32_t id);
+// Range `id` and the ranges it is nested in, outermost first (the last is nvtx_range(log, id)).
+std::vector<const NvtxRange*> nvtx_chain(const EventLog& log, uint32_t id);
+// Their names, "step > forward": for the trace.
+std::string nvtx_path(const EventLog& log, uint32_t id);
 
 // One suppression (suppressions.h) and what it hid in this run.
 struct SuppressionUse {

@@ -157,6 +157,30 @@ std::optional<Verdict> parse_verdict(std::string_view text) {
 // A site's NVTX ranges (SiteRow::nvtx), written only where findings happened in ranges: "nvtx_range" (the first
 // range's name) and "nvtx_ranges" come together; the counts are at least 1 and add up to at most the site's count
 // (findings outside any range are not listed).
+// A nested range's "path": the ranges it was in, outermost first, then itself (RangeCount::enclosing).
+void read_range_path(Checker& c, const JsonValue& r, const std::string& where, RangeCount& range) {
+  // The capture keeps 1024 open ranges per thread and as many regions (interpose/nvtx_ranges.h).
+  constexpr size_t kMaxPath = 2048;
+  const std::string at = join(where, "path");
+  const JsonValue* path = c.array(r, where, "path");
+  if (!path || !c.each(*path, at, JsonValue::Type::Object)) return;
+  const auto& items = path->items();
+  if (items.size() < 2 || items.size() > kMaxPath) {
+    return c.fail(*path, at,
+                  std::to_string(items.size()) + " ranges (valid: 2 to " + std::to_string(kMaxPath) +
+                      ": the enclosing ranges and the range itself; no path for a range in none)");
+  }
+  for (size_t k = 0; c.ok() && k < items.size(); ++k) {
+    RangeName up{c.text(items[k], item(at, k), "domain"), c.text(items[k], item(at, k), "name")};
+    if (k + 1 < items.size())
+      range.enclosing.push_back(std::move(up));
+    else if (c.ok() && (up.name != range.name || up.domain != range.domain))
+      c.fail(items[k], item(at, k),
+             "\"" + up.name + "\" is not the range itself (valid: the last entry is \"" + range.name +
+                 "\" in domain \"" + range.domain + "\")");
+  }
+}
+
 void read_nvtx(Checker& c, const JsonValue& s, const std::string& path, SiteRow& row) {
   if (!c.ok() || (!s.has("nvtx_range") && !s.has("nvtx_ranges"))) return;
   const std::string first = c.text(s, path, "nvtx_range");
@@ -176,10 +200,12 @@ void read_nvtx(Checker& c, const JsonValue& s, const std::string& path, SiteRow&
     range.domain = c.text(r, where, "domain");
     range.count = c.whole(r, where, "count");
     if (!c.ok()) return;
+    if (r.has("path")) read_range_path(c, r, where, range);
+    if (!c.ok()) return;
     if (range.count == 0)
       return c.fail(r["count"], join(where, "count"), "0 (valid: at least 1: a range is listed for its findings)");
     for (const RangeCount& seen : row.nvtx) {
-      if (seen.name == range.name && seen.domain == range.domain) {
+      if (seen.same_range(range)) {
         return c.fail(
             r, where,
             "range \"" + range.name + "\" in domain \"" + range.domain + "\" listed twice (valid: each range once)");

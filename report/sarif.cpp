@@ -282,8 +282,16 @@ Json result_properties(const SiteRow& row) {
   if (!row.nvtx.empty()) {
     Json ranges = Json::array();
     for (const RangeCount& r : row.nvtx) {
-      ranges.push(
-          Json::object().set("name", str(r.name)).set("domain", str(r.domain)).set("count", Json::number(r.count)));
+      Json range =
+          Json::object().set("name", str(r.name)).set("domain", str(r.domain)).set("count", Json::number(r.count));
+      if (!r.enclosing.empty()) {
+        Json path = Json::array();
+        for (const RangeName& up : r.enclosing)
+          path.push(Json::object().set("name", str(up.name)).set("domain", str(up.domain)));
+        path.push(Json::object().set("name", str(r.name)).set("domain", str(r.domain)));
+        range.set("path", std::move(path));
+      }
+      ranges.push(std::move(range));
     }
     p.set("nvtxRange", str(row.nvtx[0].name)).set("nvtxRanges", std::move(ranges));
   }

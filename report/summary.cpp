@@ -115,8 +115,11 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
 std::string nvtx_text(const SiteRow& row) {
   if (row.nvtx.empty()) return "";
   // Quoted as JSON strings: a range name is the program's text and may hold quotes or control characters.
+  // A nested range with the ranges it is in, outermost first: "step" > "forward".
   auto name = [](const RangeCount& r) {
-    return json_string(r.name) + (r.domain.empty() ? "" : " (domain " + json_string(r.domain) + ")");
+    std::string s;
+    for (const RangeName& up : r.enclosing) s += json_string(up.name) + " > ";
+    return s + json_string(r.name) + (r.domain.empty() ? "" : " (domain " + json_string(r.domain) + ")");
   };
   std::string s = "in NVTX range " + name(row.nvtx[0]);
   if (row.nvtx.size() == 1 && row.nvtx[0].count == row.count) return s;

@@ -396,6 +396,7 @@ class TraceWriter {
       const NvtxRange& r = nvtx_range(log_, c.nvtx_range);
       o_ << ", \"nvtx_range\": " << q(r.name);
       if (!r.domain.empty()) o_ << ", \"nvtx_domain\": " << q(r.domain);
+      if (r.parent != 0) o_ << ", \"nvtx_path\": " << q(nvtx_path(log_, c.nvtx_range));
     }
     if (c.end_ns <= c.start_ns) o_ << ", \"note\": " << q(zero_note(c.start_ns, c.end_ns));
     if (fs) {

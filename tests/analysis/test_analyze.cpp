@@ -68,11 +68,11 @@ TEST(Analyze, ACaptureRangeJudgesOnlyTheCallsBetweenProfilerStartAndStop) {
   b.call(ApiKind::ProfilerStop, 7 * kMs, 8 * kMs + 500 * kUs);  // 1.5 ms of its own: a finding without a range
   b.call(ApiKind::DeviceAlloc, 9 * kMs, 11 * kMs);              // tear-down
   b.log.run.threshold_ns = AnalysisOptions{}.threshold_ns;
-  const Analysis all = analyze(b.log, analysis_options(b.log.run));
+  const Analysis all = analyze(b.log, analysis_options(b.log));
   EXPECT_EQ(all.findings.size(), 5u);
   EXPECT_EQ(all.outside_range_calls, 0u);
   b.log.run.capture_range = "cudaProfilerApi";
-  const AnalysisOptions ranged = analysis_options(b.log.run);
+  const AnalysisOptions ranged = analysis_options(b.log);
   EXPECT_TRUE(ranged.profiler_range);
   const Analysis in_range = analyze(b.log, ranged);
   ASSERT_EQ(in_range.findings.size(), 2u);
@@ -96,6 +96,94 @@ TEST(Analyze, ACaptureRangeJudgesOnlyTheCallsBetweenProfilerStartAndStop) {
   EXPECT_EQ(r.log.carried.outside_range_calls, 4u);
   ASSERT_EQ(r.analysis.findings.size(), 2u);
   EXPECT_EQ(r.log.calls[r.analysis.findings[0].call].start_ns, 4 * kMs);
+}
+
+// capture_range=nvtx:NAME: the calls whose recorded range is NAME or nested in it (a thread's own push, or a region
+// of the whole process), in any domain unless one is named; the others are counted. Offline and step by step alike.
+TEST(Analyze, AnNvtxCaptureRangeJudgesOnlyTheCallsInsideIt) {
+  Builder b;
+  // 1 "step" (default domain), 2 "forward" inside it, 3 "step" in domain "lib", 4 "other", 5 "forward" outside "step".
+  b.log.nvtx_ranges = {{"", "step"}, {"", "forward", 1}, {"lib", "step"}, {"", "other"}, {"", "forward"}};
+  b.call(ApiKind::DeviceAlloc, 0, 2 * kMs);                         // no range
+  b.call(ApiKind::DeviceAlloc, 3 * kMs, 5 * kMs).nvtx_range = 1;    // in "step"
+  b.call(ApiKind::DeviceAlloc, 6 * kMs, 8 * kMs).nvtx_range = 2;    // in "forward", in "step"
+  b.call(ApiKind::DeviceAlloc, 9 * kMs, 11 * kMs).nvtx_range = 3;   // in "step" of domain "lib"
+  b.call(ApiKind::DeviceAlloc, 12 * kMs, 14 * kMs).nvtx_range = 4;  // elsewhere
+  b.call(ApiKind::DeviceAlloc, 15 * kMs, 17 * kMs).nvtx_range = 5;  // "forward", but not in "step"
+  b.log.run.threshold_ns = AnalysisOptions{}.threshold_ns;
+  auto judged = [&](const std::string& range) {
+    b.log.run.capture_range = range;
+    const Analysis a = analyze(b.log, analysis_options(b.log));
+    std::vector<size_t> calls;
+    for (const Finding& f : a.findings) calls.push_back(f.call);
+    EXPECT_EQ(a.outside_range_calls, b.log.calls.size() - calls.size()) << range;
+    return calls;
+  };
+  EXPECT_EQ(judged(""), (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(judged("nvtx:step"), (std::vector<size_t>{1, 2, 3}));
+  EXPECT_EQ(judged("nvtx:step@lib"), (std::vector<size_t>{3}));
+  EXPECT_EQ(judged("nvtx:forward"), (std::vector<size_t>{2, 5}));
+  EXPECT_EQ(judged("nvtx:never"), (std::vector<size_t>{}));
+  // Step by step, as the live analysis does: the same calls.
+  b.log.run.capture_range = "nvtx:step";
+  StreamingOptions so;
+  so.analysis = analysis_options(b.log);
+  so.margin_ns = 0;
+  StreamingAnalysis live(so, b.log.run.env);
+  for (size_t i = 0; i + 1 < b.log.calls.size(); ++i) {
+    live.add({b.log.calls[i]}, {});
+    live.advance(b.log.calls[i + 1].start_ns);
+  }
+  live.add({b.log.calls.back()}, {});
+  const StreamingAnalysis::Result r = live.finish();
+  EXPECT_EQ(r.analysis.outside_range_calls, 3u);
+  ASSERT_EQ(r.analysis.findings.size(), 3u);
+  EXPECT_EQ(r.log.calls[r.analysis.findings[0].call].start_ns, 3 * kMs);
+}
+
+TEST(CaptureRange, TheOptionsSpellings) {
+  EXPECT_EQ(parse_capture_range("")->kind, CaptureRange::Kind::Every);
+  EXPECT_EQ(parse_capture_range("cudaProfilerApi")->kind, CaptureRange::Kind::ProfilerApi);
+  const auto any = parse_capture_range("nvtx:train step");
+  ASSERT_TRUE(any);
+  EXPECT_EQ(any->kind, CaptureRange::Kind::Nvtx);
+  EXPECT_EQ(any->name, "train step");
+  EXPECT_TRUE(any->any_domain);
+  const auto lib = parse_capture_range("nvtx:a@b@mylib");  // the last '@' names the domain
+  ASSERT_TRUE(lib);
+  EXPECT_EQ(lib->name, "a@b");
+  EXPECT_EQ(lib->domain, "mylib");
+  EXPECT_FALSE(lib->any_domain);
+  const auto star = parse_capture_range("nvtx:user@host@*");
+  ASSERT_TRUE(star);
+  EXPECT_EQ(star->name, "user@host");
+  EXPECT_TRUE(star->any_domain);
+  for (const char* bad : {"nvtx:", "nvtx:@lib", "nvtx:x@", "cudaprofilerapi", "nvtx", "NVTX:x", "range"})
+    EXPECT_FALSE(parse_capture_range(bad)) << bad;
+  EXPECT_EQ(capture_range_error("option 'capture_range'", "nvtx:"),
+            "option 'capture_range': 'nvtx:' is not a capture range (valid: cudaProfilerApi, the calls between "
+            "cudaProfilerStart and cudaProfilerStop; nvtx:NAME or nvtx:NAME@DOMAIN, the calls inside NVTX range NAME; "
+            "empty: every call)");
+}
+
+TEST(CaptureRange, EachNodeIsLookedUpOnce) {
+  const std::vector<NvtxRange> table = {{"", "step"}, {"", "a", 1}, {"", "b", 2}, {"", "c"}, {"", "d", 4}};
+  std::vector<int> lookups(table.size() + 1);
+  NvtxRangeMatch match(*parse_capture_range("nvtx:step"), [&](uint32_t id) {
+    ++lookups[id];
+    return table[id - 1];
+  });
+  EXPECT_TRUE(match.inside(3));
+  EXPECT_TRUE(match.inside(2));
+  EXPECT_TRUE(match.inside(1));
+  EXPECT_FALSE(match.inside(5));
+  EXPECT_FALSE(match.inside(4));
+  EXPECT_FALSE(match.inside(0));
+  EXPECT_EQ(lookups, (std::vector<int>{0, 1, 1, 1, 1, 1}));
+  // A table whose parent is not a smaller id (only a hand-made one) ends the walk instead of looping.
+  const std::vector<NvtxRange> loop = {{"", "x", 2}, {"", "y", 1}};
+  NvtxRangeMatch looped(*parse_capture_range("nvtx:step"), [&](uint32_t id) { return loop[id - 1]; });
+  EXPECT_FALSE(looped.inside(2));
 }
 
 TEST(Analyze, PinnedCopiesThatDidNotBlockAreSilent) {

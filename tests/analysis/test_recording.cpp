@@ -307,7 +307,7 @@ TEST(Recording, NvtxRangesRoundTripAndStayOptional) {
   write_recording(plain, log);
   EXPECT_EQ(plain.str().find("nvtx"), std::string::npos) << plain.str();  // no ranges: the format as before
   const std::string old_call = plain.str().substr(plain.str().find("\ncall ") + 1);
-  log.nvtx_ranges = {{"", "forward"}, {"my lib", "copy 100%"}};
+  log.nvtx_ranges = {{"", "forward"}, {"my lib", "copy 100%"}, {"", "inner", 1}};
   log.calls.push_back(log.calls[0]);
   log.calls.back().correlation_id = 100;  // a call of its own (a capture writes each call once)
   log.calls[0].nvtx_range = 2;
@@ -319,7 +319,9 @@ TEST(Recording, NvtxRangesRoundTripAndStayOptional) {
   log.calls[2].nvtx_range = 1;
   std::stringstream s;
   write_recording(s, log);
-  EXPECT_NE(s.str().find("nvtx 1 %00 forward\nnvtx 2 my%20lib copy%20100%25\n"), std::string::npos) << s.str();
+  // A nested range names its parent; the others are written as before parents existed.
+  EXPECT_NE(s.str().find("nvtx 1 %00 forward\nnvtx 2 my%20lib copy%20100%25\nnvtx 3 %00 inner 1\n"), std::string::npos)
+      << s.str();
   EventLog back;
   std::string error;
   ASSERT_TRUE(read_recording(s, back, error)) << error;
@@ -343,8 +345,15 @@ TEST(Recording, BadNvtxLinesGetPreciseErrors) {
   const std::string call =
       "call 1 0 10 20 0 runtime 5 0 copy 1 0 d2h 8 device pageable legacy 0 0 0 auto 0 0 0 0 0 0 0 0";
   const std::vector<BadCase> cases = {
-      {"nvtx fields", head + "nvtx 1 forward\n", "line 3: expected 3 fields after 'nvtx', got 2 (nvtx id domain name)"},
+      {"nvtx fields", head + "nvtx 1 forward\n",
+       "line 3: expected 3 to 4 fields after 'nvtx', got 2 (nvtx id domain name [parent])"},
       {"nvtx order", head + "nvtx 2 %00 forward\n", "line 3: nvtx id 2 out of order (expected 1)"},
+      {"nvtx parent after", head + "nvtx 1 %00 a\nnvtx 2 %00 b 2\n",
+       "line 4: field 'parent': NVTX range 2 is not a range declared before 2 (valid: 1 to 1; none for an outermost "
+       "range)"},
+      {"nvtx parent zero", head + "nvtx 1 %00 a 0\n",
+       "line 3: field 'parent': NVTX range 0 is not a range declared before 1 (valid: 1 to 0; none for an outermost "
+       "range)"},
       {"nvtx text", head + "nvtx 1 %00 for%2\n", "line 3: field 'name': bad percent-encoding in 'for%2'"},
       {"undeclared", head + "nvtx 1 %00 forward\n" + call + " 2\n",
        "line 4: field 'nvtx': NVTX range 2 was not declared by an 'nvtx' line (valid: 1 to 1, or no field for none)"},

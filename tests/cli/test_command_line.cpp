@@ -148,11 +148,15 @@ TEST_F(Cli, ACaptureRangeThatNeverOpenedJudgesNothingAndSaysSo) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(asynccheck({"analyze", kRecording.string(), "--require-monitoring"}).code(), 0);
-  r = asynccheck({"analyze", kRecording.string(), "--capture-range=nvtx:step"});
+  r = asynccheck({"analyze", kRecording.string(), "--capture-range=nvtx:"});
   EXPECT_EQ(r.code(), 2);
-  EXPECT_NE(r.err.find("option 'capture_range': 'nvtx:step' is not a capture range (valid: cudaProfilerApi"),
+  EXPECT_NE(r.err.find("option 'capture_range': 'nvtx:' is not a capture range (valid: cudaProfilerApi"),
             std::string::npos)
       << r.err;
+  // A range the program never opened: the same as a profiler range that never started.
+  r = asynccheck({"analyze", kRecording.string(), "--capture-range=nvtx:step"});
+  EXPECT_EQ(r.code(), 0);
+  EXPECT_NE(r.err.find("calls outside the capture range (nvtx:step: not judged)"), std::string::npos) << r.err;
 }
 
 // The library in the program's process judges, and the command reports its judgements as they are: what they are

@@ -4,6 +4,8 @@
 #include <generated_nvtx_meta.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -48,13 +50,25 @@ void domain_pop(nvtxDomainHandle_t domain) {
   on_callback(CUPTI_CBID_NVTX_nvtxDomainRangePop, &p, nullptr);
 }
 
-// The innermost open range of this thread, as a report would name it ("" when none).
+// The innermost open range of this thread, as a report would name it ("" when none): its domain and name.
 NvtxRange innermost() {
-  const uint32_t id = current();
+  const uint32_t id = current();  // before names(): it may intern the node
   if (id == 0) return {};
   const std::vector<NvtxRange> all = names();
   EXPECT_LE(id, all.size());
-  return id <= all.size() ? all[id - 1] : NvtxRange{"?", "?"};
+  return id <= all.size() ? NvtxRange{all[id - 1].domain, all[id - 1].name} : NvtxRange{"?", "?"};
+}
+
+// The names of the calling thread's open ranges, outermost first, as the node it would record says: "a > b".
+std::string path() {
+  const uint32_t top = current();  // first: it may intern the node (regions changed)
+  const std::vector<NvtxRange> all = names();
+  std::string s;
+  for (uint32_t id = top; id != 0; id = all[id - 1].parent) {
+    s = all[id - 1].name + (s.empty() ? "" : " > ") + s;
+    if (all[id - 1].parent >= id) return s + " (parent not smaller)";
+  }
+  return s;
 }
 
 TEST(NvtxRanges, NestedPushesAndPopsTrackTheInnermost) {
@@ -174,14 +188,122 @@ TEST(NvtxRanges, UnbalancedPushesAreBounded) {
   const uint32_t bottom = current();
   push_a("deep");
   const uint32_t deep = current();
-  for (size_t i = 2; i < kMaxDepth + 10; ++i) push_a("deep");
-  EXPECT_EQ(current(), deep);
-  for (size_t i = 1; i < kMaxDepth + 9; ++i) pop();
+  for (size_t i = 2; i < kMaxDepth; ++i) push_a("deep");
+  const uint32_t deepest = current();
+  for (size_t i = 0; i < 10; ++i) push_a("deep");  // past kMaxDepth: counted, not kept
+  EXPECT_EQ(current(), deepest);
+  EXPECT_EQ(innermost(), (NvtxRange{"", "deep"}));
+  for (size_t i = 0; i < 10; ++i) pop();
+  EXPECT_EQ(current(), deepest);
+  for (size_t i = 2; i < kMaxDepth; ++i) pop();
   EXPECT_EQ(current(), deep);
   pop();
   EXPECT_EQ(current(), bottom);
   pop();
   EXPECT_EQ(current(), 0u);
+}
+
+// A call records every range it is in: the same name nested elsewhere is another node, the same nesting the same one.
+TEST(NvtxRanges, ANodeNamesEveryEnclosingRange) {
+  push_a("step");
+  push_a("forward");
+  EXPECT_EQ(path(), "step > forward");
+  const uint32_t in_step = current();
+  pop();
+  pop();
+  push_a("forward");
+  EXPECT_EQ(path(), "forward");
+  EXPECT_NE(current(), in_step);
+  pop();
+  uint32_t other_thread = 0;
+  std::thread([&] {
+    push_a("step");
+    push_a("forward");
+    other_thread = current();
+  }).join();
+  EXPECT_EQ(other_thread, in_step);
+  // A pop of another domain's range below the top: the ranges above it are nested one level less.
+  const nvtxDomainHandle_t lib = create_domain("mylib2", 0x4321);
+  push_a("outer");
+  domain_push(lib, ascii_event("libwork"));
+  push_a("inner");
+  EXPECT_EQ(path(), "outer > libwork > inner");
+  domain_pop(lib);
+  EXPECT_EQ(path(), "outer > inner");
+  pop();
+  pop();
+  EXPECT_EQ(current(), 0u);
+}
+
+// A region is the whole process': every thread's calls are in it, its own ranges nested inside, whenever the thread
+// started; it ends for all of them at once.
+TEST(NvtxRanges, RegionsHoldEveryThreadsRanges) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int phase = 0;
+  std::string worker_before, worker_in_region, worker_after;
+  std::thread worker([&] {
+    push_a("worker range");
+    worker_before = path();
+    {
+      std::unique_lock lock(mu);
+      phase = 1;
+      cv.notify_all();
+      cv.wait(lock, [&] { return phase == 2; });
+    }
+    worker_in_region = path();
+    {
+      std::unique_lock lock(mu);
+      phase = 3;
+      cv.notify_all();
+      cv.wait(lock, [&] { return phase == 4; });
+    }
+    worker_after = path();
+    pop();
+  });
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return phase == 1; });
+  }
+  EXPECT_EQ(region_push("test:a"), 1);
+  EXPECT_EQ(path(), "test:a");
+  EXPECT_EQ(innermost(), (NvtxRange{std::string(kRegionDomain), "test:a"}));
+  push_a("mine");
+  EXPECT_EQ(path(), "test:a > mine");
+  {
+    std::unique_lock lock(mu);
+    phase = 2;
+    cv.notify_all();
+    cv.wait(lock, [&] { return phase == 3; });
+  }
+  pop();
+  EXPECT_EQ(region_pop(), 0);
+  EXPECT_EQ(region_pop(), -1);  // none open
+  EXPECT_EQ(current(), 0u);
+  {
+    std::unique_lock lock(mu);
+    phase = 4;
+    cv.notify_all();
+  }
+  worker.join();
+  EXPECT_EQ(worker_before, "worker range");
+  EXPECT_EQ(worker_in_region, "test:a > worker range");
+  EXPECT_EQ(worker_after, "worker range");
+  // Nested regions, and a thread that starts inside them.
+  EXPECT_EQ(region_push("session"), 1);
+  EXPECT_EQ(region_push("test:b"), 2);
+  std::string fresh;
+  std::thread([&] { fresh = path(); }).join();
+  EXPECT_EQ(fresh, "session > test:b");
+  EXPECT_EQ(region_pop(), 1);
+  EXPECT_EQ(path(), "session");
+  EXPECT_EQ(region_pop(), 0);
+  EXPECT_EQ(region_push(nullptr), -1);
+  // A program's own NVTX pop in the default domain cannot end a region.
+  EXPECT_EQ(region_push("kept"), 1);
+  pop();
+  EXPECT_EQ(path(), "kept");
+  EXPECT_EQ(region_pop(), 0);
 }
 
 // Last: it fills the table (ctest runs each test in a process of its own).
@@ -199,6 +321,26 @@ TEST(NvtxRanges, TheNameTableIsBounded) {
   EXPECT_EQ(names().size(), kMaxNames + 1);
   push_a("step 0");  // names already known keep their own id
   EXPECT_EQ(innermost(), (NvtxRange{"", "step 0"}));
+  pop();
+}
+
+// Last too: nestings of known names are bounded apart from the names (each name in each parent is a node).
+TEST(NvtxRanges, TheNodeTableIsBounded) {
+  for (int i = 0; names().size() < kMaxRanges; ++i) {
+    push_a(("outer " + std::to_string(i % 128)).c_str());
+    push_a(("inner " + std::to_string(i / 128)).c_str());
+    pop();
+    pop();
+  }
+  push_a("outer 0");
+  push_a("a nesting too many");
+  EXPECT_EQ(innermost(), (NvtxRange{"", std::string(kTooMany)}));
+  EXPECT_EQ(path(), std::string(kTooMany));  // the node that stands for the rest has no parent
+  pop();
+  pop();
+  EXPECT_EQ(names().size(), kMaxRanges + 1);
+  push_a("outer 1");
+  EXPECT_EQ(innermost(), (NvtxRange{"", "outer 1"}));  // known nestings keep their own node
   pop();
 }
 

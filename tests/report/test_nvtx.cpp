@@ -216,6 +216,61 @@ TEST(NvtxReport, JsonReadsBackWithItsRanges) {
   EXPECT_EQ(r.row_at(10).nvtx, (std::vector<RangeCount>{{"backward", "mylib", 2}, {"say \"hi\"", "", 1}}));
 }
 
+// A nested range names the ranges it was in (regions of the whole process among them, as pytest's per-test ones):
+// "forward" in one test is not "forward" in another, in every format, read back and merged.
+TEST(NvtxReport, NestedRangesNameTheirPath) {
+  Copies run;
+  // 1 region "test:a", 2 "forward" in it, 3 region "test:b", 4 "forward" in that one.
+  run.log.nvtx_ranges = {{"asynccheck", "test:a"}, {"", "forward", 1}, {"asynccheck", "test:b"}, {"", "forward", 3}};
+  for (uint32_t range : {2u, 2u, 4u, 1u}) run.copy(1, range);
+  const Reports r(run.log);
+  ASSERT_EQ(r.data.rows.size(), 1u);
+  const SiteRow& row = r.data.rows[0];
+  const std::vector<RangeName> in_a{{"asynccheck", "test:a"}}, in_b{{"asynccheck", "test:b"}};
+  EXPECT_EQ(row.nvtx,
+            (std::vector<RangeCount>{{"forward", "", 2, in_a}, {"forward", "", 1, in_b}, {"test:a", "asynccheck", 1}}));
+  EXPECT_EQ(nvtx_text(row),
+            "in NVTX range \"test:a\" > \"forward\" for 2 of 4 calls, \"test:b\" > \"forward\" for 1, \"test:a\" "
+            "(domain \"asynccheck\") for 1");
+  const std::string json = r.json();
+  EXPECT_NE(json.find("{\"name\": \"forward\", \"domain\": \"\", \"count\": 2, \"path\": [{\"name\": \"test:a\", "
+                      "\"domain\": \"asynccheck\"}, {\"name\": \"forward\", \"domain\": \"\"}]}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("{\"name\": \"test:a\", \"domain\": \"asynccheck\", \"count\": 1}"), std::string::npos)
+      << json;  // an outermost range has no path
+  EXPECT_NE(r.sarif().find("\"path\": ["), std::string::npos);
+  ReportFile back;
+  std::string error;
+  ASSERT_TRUE(parse_report(json, "r.json", back, error)) << error;
+  EXPECT_EQ(back.rows[0].nvtx, row.nvtx);
+  // Merged with itself: each path sums apart.
+  std::vector<ReportFile> files{back, back};
+  files[1].run.pid = back.run.pid + 1;
+  files[1].path = "r2.json";
+  ReportData merged;
+  ASSERT_TRUE(merge_reports(files, merged, error)) << error;
+  EXPECT_EQ(merged.rows[0].nvtx,
+            (std::vector<RangeCount>{{"forward", "", 4, in_a}, {"forward", "", 2, in_b}, {"test:a", "asynccheck", 2}}));
+  // A path that does not end with the range itself, or names only it, is refused with the reason.
+  auto refused = [&](const std::string& from, const std::string& to) {
+    std::string text = json;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    ReportFile f;
+    std::string why;
+    EXPECT_FALSE(parse_report(text, "bad.json", f, why));
+    return why;
+  };
+  EXPECT_NE(refused("{\"name\": \"forward\", \"domain\": \"\"}]}", "{\"name\": \"backward\", \"domain\": \"\"}]}")
+                .find("is not the range itself (valid: the last entry is \"forward\" in domain \"\")"),
+            std::string::npos);
+  EXPECT_NE(refused("\"path\": [{\"name\": \"test:a\", \"domain\": \"asynccheck\"}, ", "\"path\": [")
+                .find("1 ranges (valid: 2 to 2048"),
+            std::string::npos);
+}
+
 // A merge sums each range's count over the processes, per (name, domain), most first; ranges only some processes
 // had are kept, and the summary, JSON and SARIF of the merge (which has no log) name them.
 TEST(NvtxReport, MergeSumsEachRangeOverTheProcesses) {

@@ -28,26 +28,56 @@ bool is_own(const GpuOp& op, const ApiCall& c) {
 
 }  // namespace
 
-// Built over the window at each step: which call enqueued each op, per-stream order, ops by end.
+// Built over the window at each step, into the memory of the previous step's: which call enqueued each op, when,
+// and its call's stream kind. Per-stream order and the ops by end are read only when a judged call needs them (most
+// steps of a launch loop judge nothing that reads them): built then.
 struct Analyzer::Index {
-  Index(const EventLog& log) : corr(log.calls, log.ops, /*work_only=*/true), streams(log.ops) {
+  void build(const EventLog& log) {
+    log_ = &log;
+    corr.build(log.calls, log.ops, /*work_only=*/true);
+    streams_.reset();
+    by_end_built_ = false;
     enqueue_ns.assign(log.ops.size(), 0);
     op_stream_kind.assign(log.ops.size(), StreamKind::Unknown);
     for (size_t i = 0; i < log.ops.size(); ++i) {
       if (log.ops[i].kind == GpuOpKind::Sync) continue;
-      ops_by_end.push_back(i);
       const int64_t c = corr.producer(i);
       if (c >= 0) enqueue_ns[i] = log.calls[static_cast<size_t>(c)].end_ns;  // else work of a call we do not watch
     }
-    std::stable_sort(ops_by_end.begin(), ops_by_end.end(),
-                     [&](size_t a, size_t b) { return log.ops[a].end_ns < log.ops[b].end_ns; });
+  }
+  // Per stream, what ended before op `self` started (StreamIndex::previous).
+  int64_t previous(size_t self) const {
+    if (!streams_) streams_.emplace(log_->ops);
+    return streams_->previous(self);
+  }
+  // Work ops sorted by end.
+  const std::vector<size_t>& ops_by_end() const {
+    if (!by_end_built_) {
+      by_end_.clear();
+      for (size_t i = 0; i < log_->ops.size(); ++i) {
+        if (log_->ops[i].kind != GpuOpKind::Sync) by_end_.push_back(i);
+      }
+      const std::vector<GpuOp>& ops = log_->ops;
+      std::stable_sort(by_end_.begin(), by_end_.end(),
+                       [&](size_t a, size_t b) { return ops[a].end_ns < ops[b].end_ns; });
+      by_end_built_ = true;
+    }
+    return by_end_;
   }
   CorrelationIndex corr;                   // ops_of: work ops only (not sync records)
-  StreamIndex streams;                     // per stream, what ended before an op started
-  std::vector<size_t> ops_by_end;          // work ops sorted by end
   std::vector<uint64_t> enqueue_ns;        // per op: when its call returned (0 unknown)
   std::vector<StreamKind> op_stream_kind;  // per op: its call's stream kind, once that call is described
+
+ private:
+  const EventLog* log_ = nullptr;
+  mutable std::optional<StreamIndex> streams_;
+  mutable std::vector<size_t> by_end_;
+  mutable bool by_end_built_ = false;
 };
+
+Analyzer::Analyzer(const AnalysisOptions& options, const rules::Environment& env)
+    : opt_(options), env_(env), idx_(std::make_unique<Index>()) {}
+Analyzer::~Analyzer() = default;
 
 namespace {
 
@@ -99,7 +129,7 @@ class Judge {
 
   // The op in `self`'s stream that ended last at or before `self` started (the first in start order among equal
   // ends), -1 if none.
-  int64_t previous_in_stream(size_t self) const { return idx_->streams.previous(self); }
+  int64_t previous_in_stream(size_t self) const { return idx_->previous(self); }
 
   // What call `ci` can wait for (analyze.h: WaitScope), from its documented behaviour.
   struct Scope {
@@ -255,7 +285,7 @@ class Judge {
     }
     // Else the last work in its scope to end while it held the host, enqueued before it began.
     const uint64_t hi = c.end_ns + opt_.gpu_gap_ns;
-    const std::vector<size_t>& by_end = idx_->ops_by_end;
+    const std::vector<size_t>& by_end = idx_->ops_by_end();
     auto first = std::upper_bound(by_end.begin(), by_end.end(), c.start_ns,
                                   [&](uint64_t t, size_t oi) { return t < log_.ops[oi].end_ns; });
     int64_t other = -1;
@@ -408,7 +438,7 @@ class Judge {
     // Delay in: the legacy op started late, right after work in another blocking stream ended.
     const uint64_t in = held_back(li);
     if (in > opt_.gpu_gap_ns) {
-      for (size_t oi : idx_->ops_by_end) {
+      for (size_t oi : idx_->ops_by_end()) {
         const GpuOp& x = log_.ops[oi];
         if (oi == li || x.stream_id == legacy.stream_id || !blocking_kind(idx_->op_stream_kind[oi])) continue;
         if (x.end_ns <= legacy.start_ns && x.end_ns + opt_.gpu_gap_ns >= legacy.start_ns) {
@@ -464,7 +494,8 @@ void Analyzer::step(const EventLog& log, uint64_t describe_before, uint64_t judg
                     std::vector<Finding>& findings) {
   calls_.resize(log.calls.size());
   log_of_step_ = &log;
-  Index idx(log);
+  idx_->build(log);
+  Index& idx = *idx_;
   const size_t from = described_;
   while (described_ < log.calls.size() && log.calls[described_].start_ns < describe_before &&
          !awaits_record(described_, describe_before, idx)) {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -43,7 +44,8 @@ struct CallState {
 
 class Analyzer {
  public:
-  Analyzer(const AnalysisOptions& options, const rules::Environment& env) : opt_(options), env_(env) {}
+  Analyzer(const AnalysisOptions& options, const rules::Environment& env);
+  ~Analyzer();
 
   // One step over `log` (the window: the calls of the previous step, in the same order, then new ones in log
   // order; any GPU operations, sorted by before_in_log). Describes, in order, the calls that started before
@@ -58,7 +60,7 @@ class Analyzer {
   size_t described() const { return described_; }
   Analysis& counts() { return counts_; }  // every count of Analysis; never its per-call vectors or findings
 
-  // Built over the window at each step (analyze.cpp).
+  // Built over the window at each step (analyze.cpp), in the memory of the last.
   struct Index;
 
  private:
@@ -82,6 +84,7 @@ class Analyzer {
   rules::Environment env_;
   const EventLog* log_of_step_ = nullptr;  // the window, during step()
   Persistent state_;
+  std::unique_ptr<Index> idx_;
   std::vector<CallState> calls_;  // per window call
   size_t described_ = 0;          // calls_[0, described_) are described
   Analysis counts_;

@@ -5,15 +5,14 @@
 
 namespace asynccheck {
 
-CorrelationIndex::CorrelationIndex(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops, bool work_only) {
-  by_id_.reserve(calls.size() * 2);
-  for (size_t i = 0; i < calls.size(); ++i) {
-    by_id_.emplace_back(calls[i].correlation_id, static_cast<uint32_t>(i));
+void CorrelationIndex::build(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops, bool work_only) {
+  by_id_.clear(2 * calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {  // in log order: the first call with an id keeps it
+    by_id_.try_emplace(calls[i].correlation_id, static_cast<uint32_t>(i));
     if (calls[i].driver_correlation_id != 0)
-      by_id_.emplace_back(calls[i].driver_correlation_id, static_cast<uint32_t>(i));
+      by_id_.try_emplace(calls[i].driver_correlation_id, static_cast<uint32_t>(i));
   }
-  std::sort(by_id_.begin(), by_id_.end());
-  producer_.resize(ops.size(), kNone);
+  producer_.assign(ops.size(), kNone);
   first_op_.assign(calls.size() + 1, 0);
   for (size_t oi = 0; oi < ops.size(); ++oi) {
     producer_[oi] = call_of(ops[oi].correlation_id);
@@ -21,18 +20,17 @@ CorrelationIndex::CorrelationIndex(const std::vector<ApiCall>& calls, const std:
   }
   for (size_t i = 0; i < calls.size(); ++i) first_op_[i + 1] += first_op_[i];
   op_list_.resize(first_op_.back());
-  std::vector<uint32_t> next(first_op_.begin(), first_op_.end() - 1);
+  next_.assign(first_op_.begin(), first_op_.end() - 1);
   for (size_t oi = 0; oi < ops.size(); ++oi) {
     if (producer_[oi] != kNone && !(work_only && ops[oi].kind == GpuOpKind::Sync)) {
-      op_list_[next[static_cast<size_t>(producer_[oi])]++] = static_cast<uint32_t>(oi);
+      op_list_[next_[static_cast<size_t>(producer_[oi])]++] = static_cast<uint32_t>(oi);
     }
   }
 }
 
 int64_t CorrelationIndex::call_of(uint64_t correlation_id) const {
-  auto it = std::lower_bound(by_id_.begin(), by_id_.end(), std::make_pair(correlation_id, uint32_t{0}));
-  if (it == by_id_.end() || it->first != correlation_id) return kNone;
-  return it->second;
+  const uint32_t* call = by_id_.find(correlation_id);
+  return call == nullptr ? kNone : *call;
 }
 
 int64_t first_work_op(std::span<const uint32_t> own, const std::vector<GpuOp>& ops) {

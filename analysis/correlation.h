@@ -1,7 +1,7 @@
 // Which watched call enqueued each GPU operation. CUPTI gives a call and the activity records of the work it
 // enqueued the same correlation id; a runtime call's records may carry its nested driver call's id instead
-// (ApiCall::driver_correlation_id). Sorted arrays rather than hash maps: the analysis and the compaction build
-// this for every chunk of a long run (interpose/capture.cpp), where a node per call was most of their allocations.
+// (ApiCall::driver_correlation_id). Flat arrays and a flat hash table, rebuilt in place: the analysis builds this
+// for every step over its window (analyze.cpp), where a node per call, then a sort of every id, was most of a step.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/events.h"
+#include "analysis/flat_map.h"
 
 namespace asynccheck {
 
@@ -18,7 +19,12 @@ class CorrelationIndex {
  public:
   // `work_only`: leave synchronization records out of ops_of() (they mark waits, not enqueued work); producer()
   // answers for every op either way.
-  CorrelationIndex(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops, bool work_only);
+  CorrelationIndex() = default;
+  CorrelationIndex(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops, bool work_only) {
+    build(calls, ops, work_only);
+  }
+  // Indexes `calls` and `ops` anew, reusing the memory of the previous ones.
+  void build(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops, bool work_only);
 
   static constexpr int64_t kNone = -1;
   // The call with this correlation id (its own or its nested driver call's), or kNone. When two calls claim one
@@ -32,10 +38,11 @@ class CorrelationIndex {
   }
 
  private:
-  std::vector<std::pair<uint64_t, uint32_t>> by_id_;  // (correlation id, call), sorted by id then call
-  std::vector<int64_t> producer_;                     // per op
-  std::vector<uint32_t> first_op_;                    // per call, into op_list_; one more at the end
-  std::vector<uint32_t> op_list_;                     // op indices grouped by call
+  FlatMap<uint32_t> by_id_;         // correlation id -> the first call with it
+  std::vector<int64_t> producer_;   // per op
+  std::vector<uint32_t> first_op_;  // per call, into op_list_; one more at the end
+  std::vector<uint32_t> op_list_;   // op indices grouped by call
+  std::vector<uint32_t> next_;      // build()'s cursor per call, kept for its memory
 };
 
 // A call's first work op, the one its stream and its legacy-stream judgement read (analyze.cpp): the earliest to

@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <iterator>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "analysis/analyzer.h"
+#include "analysis/flat_map.h"
 #include "analysis/median_sketch.h"
 #include "analysis/sorted_merge.h"
 
@@ -50,76 +49,89 @@ void StreamingAnalysis::count_unanalyzed(uint64_t calls, uint64_t ops) {
 
 void StreamingAnalysis::advance(uint64_t horizon_ns) {
   const uint64_t settled = minus(horizon_ns, opt_.margin_ns);
-  if (horizon_ns == UINT64_MAX) {
-    std::vector<Finding> findings;
-    analyzer_->step(window_, UINT64_MAX, UINT64_MAX, findings);
-    fold(findings);
-    return;
-  }
-  described_until_ = std::max(described_until_, settled);
   std::vector<Finding> findings;
-  analyzer_->step(window_, described_until_, settled, findings);
-  fold(findings);
+  if (horizon_ns == UINT64_MAX) {
+    analyzer_->step(window_, UINT64_MAX, UINT64_MAX, findings);
+  } else {
+    described_until_ = std::max(described_until_, settled);
+    analyzer_->step(window_, described_until_, settled, findings);
+  }
   // What a call not judged yet may read begins at the earliest such call's start (or the next call's, at least
   // `settled`), less the windows its judgement looks back over.
   uint64_t earliest = settled;
+  judged_calls_ = 0;
   for (size_t i = 0; i < window_.calls.size(); ++i) {
-    if (!analyzer_->state(i).judged) earliest = std::min(earliest, window_.calls[i].start_ns);
+    if (analyzer_->state(i).judged) {
+      ++judged_calls_;
+    } else {
+      earliest = std::min(earliest, window_.calls[i].start_ns);
+    }
   }
+  fold(findings);
+  if (horizon_ns == UINT64_MAX) return;
   const AnalysisOptions& a = opt_.analysis;
   prune(minus(earliest, a.gpu_gap_ns + a.release_window_ns));
 }
 
 // The GPU work that a call not judged yet may read: what ended from `cutoff_ns` on, per stream the last to end
 // before it, untimed work of calls not judged yet (what their descriptions read); and the calls that enqueued it.
+// One pass over the ops and one over the calls, with flat tables kept from step to step: this runs after every
+// step, over the whole window.
 void StreamingAnalysis::prune(uint64_t cutoff_ns) {
-  std::vector<uint64_t> open;  // correlation ids of the calls not judged yet
-  for (size_t i = 0; i < window_.calls.size(); ++i) {
-    if (analyzer_->state(i).judged) continue;
-    open.push_back(window_.calls[i].correlation_id);
-    if (window_.calls[i].driver_correlation_id != 0) open.push_back(window_.calls[i].driver_correlation_id);
+  std::vector<GpuOp>& ops = window_.ops;
+  const bool untimed = std::any_of(ops.begin(), ops.end(), [](const GpuOp& op) { return op.start_ns == 0; });
+  FlatMap<char>& open = scratch_ids_;  // correlation ids of the calls not judged yet, when untimed work needs them
+  open.clear();
+  if (untimed) {
+    for (size_t i = 0; i < window_.calls.size(); ++i) {
+      if (analyzer_->state(i).judged) continue;
+      open.try_emplace(window_.calls[i].correlation_id);
+      if (window_.calls[i].driver_correlation_id != 0) open.try_emplace(window_.calls[i].driver_correlation_id);
+    }
   }
-  std::sort(open.begin(), open.end());
-  std::unordered_map<uint32_t, size_t> before;  // per stream: the op that ended last before the cutoff
-  std::vector<char> keep_op(window_.ops.size(), 0);
-  for (size_t i = 0; i < window_.ops.size(); ++i) {
-    const GpuOp& op = window_.ops[i];
+  FlatMap<size_t>& before = scratch_streams_;  // per stream: the op that ended last before the cutoff
+  before.clear();
+  std::vector<char>& keep_op = scratch_keep_op_;
+  keep_op.assign(ops.size(), 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const GpuOp& op = ops[i];
     if (op.end_ns >= cutoff_ns && op.start_ns != 0) {
       keep_op[i] = 1;
     } else if (op.start_ns == 0) {
-      keep_op[i] = std::binary_search(open.begin(), open.end(), op.correlation_id);
+      keep_op[i] = open.contains(op.correlation_id);
     } else if (op.kind != GpuOpKind::Sync) {
       auto [it, fresh] = before.try_emplace(op.stream_id, i);
-      const GpuOp& b = window_.ops[it->second];
-      if (!fresh && (op.end_ns > b.end_ns || (op.end_ns == b.end_ns && op.start_ns < b.start_ns))) it->second = i;
+      const GpuOp& b = ops[*it];
+      if (!fresh && (op.end_ns > b.end_ns || (op.end_ns == b.end_ns && op.start_ns < b.start_ns))) *it = i;
     }
   }
   // A stream's last op before the cutoff is what held its first kept op back (previous_in_stream, held_back); work
   // still to come is enqueued after the cutoff, so a stream with no op kept needs none (a stream destroyed, a thread
   // gone: otherwise one op, and its call, kept for the rest of the run).
-  std::unordered_set<uint32_t> live;
-  for (size_t i = 0; i < window_.ops.size(); ++i) {
-    if (keep_op[i]) live.insert(window_.ops[i].stream_id);
+  FlatMap<char>& live = scratch_live_;
+  live.clear();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (keep_op[i]) live.try_emplace(ops[i].stream_id);
   }
-  for (const auto& [stream, i] : before) {
-    if (live.count(stream)) keep_op[i] = 1;
-  }
-  std::vector<uint64_t> producers;
+  before.for_each([&](uint64_t stream, size_t i) {
+    if (live.contains(stream)) keep_op[i] = 1;
+  });
+  FlatMap<char>& producers = scratch_ids_;
+  producers.clear();
   size_t out = 0;
-  for (size_t i = 0; i < window_.ops.size(); ++i) {
+  for (size_t i = 0; i < ops.size(); ++i) {
     if (!keep_op[i]) continue;
-    producers.push_back(window_.ops[i].correlation_id);
-    if (out != i) window_.ops[out] = std::move(window_.ops[i]);
+    producers.try_emplace(ops[i].correlation_id);
+    if (out != i) ops[out] = std::move(ops[i]);
     ++out;
   }
-  window_.ops.resize(out);
-  std::sort(producers.begin(), producers.end());
+  ops.resize(out);
   auto enqueued_kept = [&](const ApiCall& c) {
-    return std::binary_search(producers.begin(), producers.end(), c.correlation_id) ||
-           (c.driver_correlation_id != 0 &&
-            std::binary_search(producers.begin(), producers.end(), c.driver_correlation_id));
+    return producers.contains(c.correlation_id) ||
+           (c.driver_correlation_id != 0 && producers.contains(c.driver_correlation_id));
   };
-  std::vector<char> keep(window_.calls.size(), 0);
+  std::vector<char>& keep = scratch_keep_call_;
+  keep.assign(window_.calls.size(), 0);
   size_t kept = 0;
   for (size_t i = 0; i < window_.calls.size(); ++i) {
     keep[i] = !analyzer_->state(i).judged || enqueued_kept(window_.calls[i]);
@@ -142,8 +154,6 @@ uint32_t StreamingAnalysis::keep_op(size_t window_op) {
 }
 
 void StreamingAnalysis::fold(std::vector<Finding>& findings) {
-  judged_calls_ = 0;
-  for (size_t i = 0; i < window_.calls.size(); ++i) judged_calls_ += analyzer_->state(i).judged ? 1 : 0;
   for (Finding& f : findings) {
     const ApiCall& c = window_.calls[f.call];
     const bool gpu_side = f.rule == rules::RuleId::LegacyStreamSerialization;

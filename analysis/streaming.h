@@ -33,6 +33,7 @@
 
 #include "analysis/analyze.h"
 #include "analysis/events.h"
+#include "analysis/flat_map.h"
 
 namespace asynccheck {
 
@@ -97,6 +98,10 @@ class StreamingAnalysis {
   std::map<std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t>, size_t> carried_index_;
   Carried carried_;
   std::unordered_set<std::string> kernel_names_;
+  // prune()'s tables, kept so that a step does not allocate (and fault in) them afresh.
+  FlatMap<char> scratch_ids_, scratch_live_;
+  FlatMap<size_t> scratch_streams_;
+  std::vector<char> scratch_keep_op_, scratch_keep_call_;
 };
 
 }  // namespace asynccheck

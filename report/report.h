@@ -190,6 +190,8 @@ void write_json(std::ostream& out, const ReportData& data);
 void write_sarif(std::ostream& out, const ReportData& data);
 // Chrome trace event JSON for Perfetto / chrome://tracing (trace.cpp).
 void write_trace(std::ostream& out, const ReportData& data);
+// One self-contained HTML page: the run, the sites with their evidence and fix, a timeline per site (html.cpp).
+void write_html(std::ostream& out, const ReportData& data);
 
 // How sites are made from findings: which modules are libraries rather than the user's code (option library_frames,
 // see call_sites()), and from what total a site of waits each under the threshold is reported (site_threshold).

@@ -529,12 +529,12 @@ TEST_F(Merge, BadInputIsExitCodeTwoWithThePlaceAndWhatIsValid) {
            "thresholds do not add up (valid: reports of runs with one --threshold)"},
       {{g, "--threshold=1ms"},
        "option '--threshold' does not apply to merge: reports hold findings, not events (valid: format, output, json, "
-       "sarif, log-file, summary, print-limit, suppressions, source-root, baseline, save-baseline, overwrite, "
+       "sarif, html, log-file, summary, print-limit, suppressions, source-root, baseline, save-baseline, overwrite, "
        "error-exitcode, "
        "fail-on, require-monitoring)"},
       {{g, "--format=trace", "--output=" + (dir_ / "t").string()},
        "merge cannot write a Chrome trace: reports hold findings, not the events a trace draws (valid formats: json, "
-       "sarif)"},
+       "sarif, html)"},
       {{g, "--json=" + g},
        "option 'json': cannot write '" + g +
            "': it already exists (valid: a new path, overwrite=1 to "

@@ -13,7 +13,7 @@ padding:0 16px 32px}
 header h1{font-size:22px;margin:16px 0 2px}header p{margin:0 0 8px;color:var(--aside)}
 h2{font-size:17px;margin:18px 0 6px;border-bottom:1px solid var(--line)}
 code{font:12.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
-#run dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0}
+#run dl{display:grid;grid-template-columns:repeat(2,max-content minmax(0,1fr));gap:2px 14px;margin:0}
 dt{color:var(--aside)}dd{margin:0}.bad{color:var(--error)}
 .level{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;font-size:12px;font-weight:600}
 .level.error{background:var(--error)}.level.warning{background:var(--warning)}.level.note{background:var(--note)}

@@ -1,5 +1,5 @@
 // asynccheck merge [options] REPORT.json...: one report from the JSON reports of many processes (the ranks of an
-// MPI job), written like any other: the summary, --json, --sarif, --output/--format, a baseline, and the exit code
+// MPI job), written like any other: the summary, --json, --sarif, --html, --output/--format, a baseline, and the exit code
 // of --error-exitcode/--fail-on against --baseline (report/merge.h says how sites are combined; docs/mpi.md).
 //
 // Exit codes: 0; N from --error-exitcode; 1 when a file could not be written; 2 for bad options or reports.
@@ -19,10 +19,10 @@ namespace {
 constexpr std::string_view kUsage = "usage: asynccheck merge [options] REPORT.json...";
 
 // The options that mean something for reports already made (the rest describe capture or events).
-constexpr std::string_view kMergeOptions[] = {
-    "format",        "output",      "json",           "sarif",       "log_file",
-    "summary",       "print_limit", "suppressions",   "source_root", "baseline",
-    "save_baseline", "overwrite",   "error_exitcode", "fail_on",     "require_monitoring"};
+constexpr std::string_view kMergeOptions[] = {"format",       "output",         "json",     "sarif",
+                                              "html",         "log_file",       "summary",  "print_limit",
+                                              "suppressions", "source_root",    "baseline", "save_baseline",
+                                              "overwrite",    "error_exitcode", "fail_on",  "require_monitoring"};
 
 void print_merge_help() {
   std::cout << kUsage
@@ -64,7 +64,7 @@ bool parse_merge_args(std::vector<std::string>& args, Cli& cli, std::vector<std:
   if (!out.trace.empty()) {
     error =
         "merge cannot write a Chrome trace: reports hold findings, not the events a trace draws (valid formats: json, "
-        "sarif)";
+        "sarif, html)";
     return false;
   }
   if (files.empty()) {

@@ -79,7 +79,7 @@ std::string default_Text(const std::string& v) { return v.empty() ? "\"\"" : v; 
 std::string default_ExitCode(int v) { return v < 0 ? "none" : std::to_string(v); }
 std::string default_Level(rules::Level v) { return std::string(rules::level_name(v)); }
 
-constexpr std::string_view kFormats[] = {"json", "sarif", "trace"};
+constexpr std::string_view kFormats[] = {"json", "sarif", "trace", "html"};
 
 bool format_names_valid(std::string_view list, std::string& error);
 bool library_frames_valid(std::string_view list, std::string& error);
@@ -151,7 +151,8 @@ bool format_names_valid(std::string_view list, std::string& error) {
     const size_t comma = rest.find(',');
     const std::string_view f = rest.substr(0, comma);
     if (std::find(std::begin(kFormats), std::end(kFormats), f) == std::end(kFormats)) {
-      error = "option 'format': '" + std::string(f) + "' is not a format (valid: json, sarif, trace; comma-separated)";
+      error = "option 'format': '" + std::string(f) +
+              "' is not a format (valid: json, sarif, trace, html; comma-separated)";
       return false;
     }
     if (comma == std::string_view::npos) return true;
@@ -317,6 +318,7 @@ bool reports_to_stdout_valid(const Options& o, const OutputFiles& out, std::stri
   for (const auto& [name, path] : {std::pair<std::string_view, const std::string&>{"json", out.json},
                                    {"sarif", out.sarif},
                                    {"trace", out.trace},
+                                   {"html", out.html},
                                    {"save_baseline", o.save_baseline}}) {
     if (path != kStdout) continue;
     if (!first.empty()) {
@@ -339,7 +341,7 @@ bool reports_to_stdout_valid(const Options& o, const OutputFiles& out, std::stri
 
 bool output_files(const Options& o, OutputFiles& out, std::string& error) {
   if (!o.format.empty() && !format_names_valid(o.format, error)) return false;
-  out = OutputFiles{o.json, o.sarif, o.trace};
+  out = OutputFiles{o.json, o.sarif, o.trace, o.html};
   std::vector<std::string_view> formats;
   // No --format: --output writes JSON. A --format without --output would write nothing: an error, not a no-op.
   std::string_view rest = o.format.empty() ? std::string_view("json") : std::string_view(o.format);
@@ -362,11 +364,11 @@ bool output_files(const Options& o, OutputFiles& out, std::string& error) {
     return false;
   }
   for (std::string_view f : formats) {
-    std::string& slot = f == "json" ? out.json : f == "sarif" ? out.sarif : out.trace;
+    std::string& slot = f == "json" ? out.json : f == "sarif" ? out.sarif : f == "html" ? out.html : out.trace;
     // One format: the path gets that format's extension unless it has it already (r.json stays r.json, r becomes
     // r.json); several: the path is a stem.
     const std::string ext = f == "trace" ? ".trace.json" : "." + std::string(f);
-    const std::string_view last = f == "sarif" ? ".sarif" : ".json";
+    const std::string_view last = f == "sarif" ? ".sarif" : f == "html" ? ".html" : ".json";
     std::string path = o.output + ext;
     if (o.output == kStdout || (formats.size() == 1 && std::string_view(o.output).ends_with(last))) path = o.output;
     if (!slot.empty() && slot != path) {

@@ -59,10 +59,10 @@ std::string options_help(const std::vector<std::string_view>& only = {});
 inline constexpr std::string_view kStdout = "-";
 
 // The files a run writes, from --format/--output and the per-format options (paths not yet expanded). With one
-// format, --output gets its extension (.json, .sarif, .trace.json) unless it ends with it (or with .json for a
+// format, --output gets its extension (.json, .sarif, .trace.json, .html) unless it ends with it (or with .json for a
 // trace) or is '-'; with several it is a stem.
 struct OutputFiles {
-  std::string json, sarif, trace;
+  std::string json, sarif, trace, html;
 };
 // False with `error` for an unknown format, a format without --output, one format given two paths, '-' for
 // several reports, two reports or a report and the summary (log_file=stdout) on standard output, or '-' for save

@@ -32,6 +32,41 @@ std::vector<RangeCount> resolve_ranges(const EventLog& log, const std::vector<st
   return out;
 }
 
+// The timeline of finding `f`'s call: what the analysis decided about it (its waited part, the work its evidence
+// names), placed in time. Work CUPTI could not time (start 0) proves nothing and is not drawn.
+SiteTimeline timeline_of(const EventLog& log, const Finding& f) {
+  const ApiCall& c = log.calls[f.call];
+  SiteTimeline t;
+  t.thread = c.thread;
+  t.start_ns = c.start_ns;
+  t.end_ns = c.end_ns;
+  const Evidence& e = f.evidence;
+  const bool gpu_side = f.rule == rules::RuleId::LegacyStreamSerialization;
+  auto op_at = [&](int64_t i) {
+    return i >= 0 && static_cast<size_t>(i) < log.ops.size() ? &log.ops[size_t(i)] : nullptr;
+  };
+  // Waited ends where the work that released the call ended (never after the return) and is waited_ns long:
+  // from the call's start, or from its own transfer's start when nothing held that back (analyze.cpp, attribute).
+  t.wait_start_ns = t.wait_end_ns = c.start_ns;
+  if (const GpuOp* op = op_at(e.op); op && !gpu_side && f.waited_ns > 0) {
+    t.wait_end_ns = std::clamp(op->end_ns, c.start_ns, c.end_ns);
+    t.wait_start_ns = t.wait_end_ns - std::min(f.waited_ns, t.wait_end_ns - c.start_ns);
+  }
+  auto add = [&](int64_t i, TimelineWork::Role role) {
+    const GpuOp* op = op_at(i);
+    if (!op || op->start_ns == 0) return;
+    for (const TimelineWork& w : t.work) {
+      if (w.start_ns == op->start_ns && w.end_ns == op->end_ns && w.stream == op->stream_id) return;  // named twice
+    }
+    t.work.push_back(TimelineWork{role, op->stream_id, op->start_ns, op->end_ns, gpu_work_text(*op)});
+  };
+  using Role = TimelineWork::Role;
+  add(e.op, gpu_side ? Role::HeldBack : Role::Released);
+  add(e.behind_op, gpu_side ? Role::HeldBack : Role::QueuedBehind);
+  add(e.running_op, Role::StillRunning);
+  return t;
+}
+
 }  // namespace
 
 const NvtxRange& nvtx_range(const EventLog& log, uint32_t id) {
@@ -97,6 +132,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
   std::vector<std::vector<uint64_t>> samples;
   std::vector<MedianSketch> sketches;  // per row: every finding's time, carried ones included
   std::vector<std::vector<std::pair<uint32_t, uint64_t>>> ranges;  // per row: NVTX range id -> findings
+  std::vector<size_t> worst;  // per row: its longest finding kept (the first of equals), for its timeline
   for (size_t i = 0; i < analysis.findings.size(); ++i) {
     const Finding& f = analysis.findings[i];
     const ApiCall& c = log.calls[f.call];
@@ -118,6 +154,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
       samples.emplace_back();
       sketches.emplace_back();
       ranges.emplace_back();
+      worst.push_back(i);
     }
     SiteRow& row = rows[it->second];
     // The example is the site's first finding over the threshold (its first finding when none is): one whose
@@ -132,6 +169,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
     row.waited_ns += row.gpu_side ? t : f.waited_ns;
     row.own_ns += row.gpu_side ? 0 : f.own_ns;
     row.below += f.below_threshold ? 1 : 0;
+    if (t > row.max_ns) worst[it->second] = i;
     row.max_ns = std::max(row.max_ns, t);
     row.bytes += c.call.bytes;
     count_range(ranges[it->second], c.nvtx_range, 1);
@@ -166,6 +204,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
       samples[kept.size()] = std::move(samples[r]);
       sketches[kept.size()] = std::move(sketches[r]);
       ranges[kept.size()] = std::move(ranges[r]);
+      worst[kept.size()] = worst[r];
     }
     kept.push_back(std::move(rows[r]));
   }
@@ -180,6 +219,7 @@ std::vector<SiteRow> aggregate(const EventLog& log, const Analysis& analysis, co
                             ? s[s.size() / 2]
                             : std::min(rows[r].max_ns, sketch_median(sketches[r]));
     rows[r].nvtx = resolve_ranges(log, ranges[r]);
+    rows[r].timeline = timeline_of(log, analysis.findings[worst[r]]);
   }
   // Worst first: by time lost, then the more severe level, then the first seen.
   std::stable_sort(rows.begin(), rows.end(), [](const SiteRow& a, const SiteRow& b) {

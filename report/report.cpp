@@ -82,6 +82,7 @@ std::vector<std::pair<std::string, std::string>> output_paths(const Options& o) 
   for (const auto& [name, path] : {std::pair<std::string, std::string>{"json", files.json},
                                    {"sarif", files.sarif},
                                    {"trace", files.trace},
+                                   {"html", files.html},
                                    {"save", o.save},
                                    {"handoff", o.handoff},
                                    {"save_baseline", o.save_baseline}}) {
@@ -294,7 +295,7 @@ Emitted emit(EventLog& log, const Analysis* analysis, const Options& options, co
   // Call sites are resolved while the binaries are still on disk, before the events are saved, so that a saved
   // run replays with its call sites anywhere.
   const bool writes_report = options.summary || !files.json.empty() || !files.sarif.empty() || !files.trace.empty() ||
-                             !options.save_baseline.empty();
+                             !files.html.empty() || !options.save_baseline.empty();
   if (options.symbolize && (writes_report || !options.save.empty())) symbolize_within_limit(log);
   bool save_failed = false;
   if (!options.save.empty()) {
@@ -373,6 +374,7 @@ Emitted write_report(ReportData& data, const Options& options, const ReportInput
   if (!files.json.empty()) save(files.json, render(write_json));
   if (!files.sarif.empty()) save(files.sarif, render(write_sarif));
   if (!files.trace.empty() && data.log && data.analysis) save(files.trace, render(write_trace));
+  if (!files.html.empty()) save(files.html, render(write_html));
   if (!options.save_baseline.empty()) save(options.save_baseline, baseline_text(data.rows));
   if (!options.summary) return result;
   std::ostringstream summary;

@@ -5,6 +5,7 @@
 
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -61,6 +62,36 @@ void add_range(std::vector<RangeCount>& ranges, const RangeCount& range, uint64_
 // Most findings first; ties keep their order (first seen).
 void sort_ranges(std::vector<RangeCount>& ranges);
 
+// A piece of GPU work on a site's timeline: work the evidence of the site's worst call names (analysis/finding.h).
+struct TimelineWork {
+  enum class Role : uint8_t {
+    Released,      // what the call waited for: the last awaited work, which released it (Evidence::op)
+    QueuedBehind,  // earlier work in its stream that its own transfer first waited for (Evidence::behind_op)
+    StillRunning,  // work in its scope still running when it returned: it did not wait for it (Evidence::running_op)
+    HeldBack,      // a GPU-side finding: work its legacy-stream command waited for or held back
+  };
+  Role role = Role::Released;
+  uint32_t stream = 0;  // CUPTI's stream id
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  std::string what;  // gpu_work_text(): "memcpy HtoD 256.0 MiB"
+};
+
+// The worst call of a site (the longest of the calls kept with their evidence), as its timeline draws it. Set by
+// aggregate() from the call and its finding, so that the writers draw what the analysis decided and derive nothing;
+// a merge has no calls (its reports hold totals) and leaves it unset. Times are on the capture's (CUPTI's) clock.
+struct SiteTimeline {
+  uint32_t thread = 0;  // ApiCall::thread
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  // The part of the call that waited for GPU work ([wait_start_ns, wait_end_ns), Finding::waited_ns long; empty when
+  // it waited for nothing): it ends where the work that released the call ended, or at the return. The rest of the
+  // call, before and after it, is its own cost. A GPU-side finding held the host for none of it.
+  uint64_t wait_start_ns = 0;
+  uint64_t wait_end_ns = 0;
+  std::vector<TimelineWork> work;  // by role, as above
+};
+
 // One call site and rule, aggregated over every finding there.
 struct SiteRow {
   rules::RuleId rule = rules::RuleId::UndocumentedBlock;
@@ -89,6 +120,7 @@ struct SiteRow {
   // (its fingerprint, baseline and suppressions do not depend on them). Resolved to names by aggregate(), so
   // that the writers need no log (a merge has none) and a merge sums them per (name, domain).
   std::vector<RangeCount> nvtx;
+  std::optional<SiteTimeline> timeline;  // the worst call kept, for the HTML report; unset for a merge
 };
 
 // The NVTX range the row's findings happened in, for its one-line summary: `in NVTX range "forward"`, with the
@@ -165,6 +197,8 @@ std::string site_key(const CallSite& site, rules::RuleId rule, std::string_view 
 
 // One line of evidence for a finding: what released the call, and how close its end was to the return.
 std::string evidence_text(const EventLog& log, const Finding& f);
+// What a piece of GPU work was, as the evidence names it: "memcpy HtoD 256.0 MiB", "kernel fill".
+std::string gpu_work_text(const GpuOp& op);
 
 void write_summary(std::ostream& out, const ReportData& data, uint64_t print_limit);
 void write_json(std::ostream& out, const ReportData& data);
@@ -172,6 +206,8 @@ void write_json(std::ostream& out, const ReportData& data);
 void write_sarif(std::ostream& out, const ReportData& data);
 // Chrome trace event JSON for Perfetto / chrome://tracing (trace.cpp).
 void write_trace(std::ostream& out, const ReportData& data);
+// One self-contained HTML page: the run, the sites with their evidence and fix, a timeline per site (html.cpp).
+void write_html(std::ostream& out, const ReportData& data);
 
 // How sites are made from findings: which modules are libraries rather than the user's code (option library_frames,
 // see call_sites()), and from what total a site of waits each under the threshold is reported (site_threshold).

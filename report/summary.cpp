@@ -15,7 +15,9 @@ std::string_view copy_kind_text(uint8_t k) {
   return k < std::size(kNames) ? kNames[k] : "?";
 }
 
-std::string op_text(const GpuOp& op) {
+}  // namespace
+
+std::string gpu_work_text(const GpuOp& op) {
   std::string s;
   switch (op.kind) {
     case GpuOpKind::Memcpy:
@@ -28,7 +30,14 @@ std::string op_text(const GpuOp& op) {
       s = std::string("unified-memory migration ") + (op.copy_kind == 2 ? "DtoH " : "HtoD ") + format_bytes(op.bytes);
       break;
   }
-  return s + " (" + format_duration(op.end_ns - op.start_ns) + " on stream " + std::to_string(op.stream_id) + ")";
+  return s;
+}
+
+namespace {
+
+std::string op_text(const GpuOp& op) {
+  return gpu_work_text(op) + " (" + format_duration(op.end_ns - op.start_ns) + " on stream " +
+         std::to_string(op.stream_id) + ")";
 }
 
 std::string gap_text(int64_t gap) {

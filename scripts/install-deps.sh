@@ -10,7 +10,7 @@ set -euo pipefail
 # The build. binutils is also needed at run time: reports name call sites through addr2line.
 build=(cmake make g++ pkg-config libunwind-dev binutils)
 # The tests: GoogleTest; python3-jsonschema checks SARIF and trace files against their schemas; clang-format (14 on
-# Debian 12) is the format check; git lists the files the format check reads.
+# Debian 12) is the format check; git lists the files the format check reads. Below: chromium.
 tests=(libgtest-dev python3 python3-jsonschema clang-format git)
 
 packages=("${build[@]}")
@@ -30,6 +30,12 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
+# The tests also load the HTML report in headless Chromium (html.browser). Debian packages it; Ubuntu has only a
+# transitional package for a snap, which a container cannot run: there it is left out and that test skips itself.
+if [ "${1:-}" != --no-tests ] && apt-cache policy chromium 2>/dev/null | grep -q 'Candidate: [0-9]' &&
+  ! apt-cache show chromium 2>/dev/null | grep -q '^Pre-Depends:.*snapd'; then
+  packages+=(chromium)
+fi
 $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"
 
 # CMakeLists.txt's cmake_minimum_required: Ubuntu 22.04's cmake (3.22) is too old.

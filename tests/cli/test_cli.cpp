@@ -23,7 +23,8 @@ namespace {
 
 // The options the command names as valid: the table's, dashed, then its own --read.
 const std::string kValidOptions =
-    "threshold, cost-threshold, capture-range, site-threshold, format, output, json, sarif, trace, log-file, save, "
+    "threshold, cost-threshold, capture-range, site-threshold, format, output, json, sarif, trace, html, log-file, "
+    "save, "
     "handoff, "
     "suppressions, source-root, baseline, save-baseline, error-exitcode, fail-on, require-monitoring, overwrite, "
     "compact, "
@@ -53,8 +54,8 @@ TEST_F(Cli, BadInputStopsBeforeTheProgramRuns) {
       {{"--print-limit"}, "option '--print-limit' needs a value (--print-limit=VALUE)"},
       {{"--stats=maybe"}, "option 'stats': 'maybe' is not a boolean (valid: 1, 0, true, false, yes, no)"},
       {{"--format=sarif"}, "option 'format': 'sarif' needs an output path (--output=PATH)"},
-      {{"--format=html", "--output=x"},
-       "option 'format': 'html' is not a format (valid: json, sarif, trace; comma-separated)"},
+      {{"--format=xml", "--output=x"},
+       "option 'format': 'xml' is not a format (valid: json, sarif, trace, html; comma-separated)"},
       {{"--error-exitcode=256"}, "option 'error_exitcode': '256' is not an exit code (valid: 0 to 255)"},
       {{"--fail-on=fatal"}, "option 'fail_on': 'fatal' is not a level (valid: note, warning, error)"},
       {{"--json=" + (dir_ / "missing/r.json").string()},

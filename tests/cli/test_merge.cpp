@@ -2,6 +2,8 @@
 // LD_PRELOAD and recordings), and `asynccheck merge` on real reports of the committed recordings: exact sums,
 // every site kept, provenance, merges of merges, the exit-code options, and a precise error for each bad input.
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <regex>
@@ -259,6 +261,34 @@ TEST_F(Merge, SarifHasOneInvocationPerProcess) {
   EXPECT_NE(r.err.find("asynccheck: merged report of 2 processes (ranks 0, 1)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("from 2 processes (ranks 0, 1); the median is estimated from theirs"), std::string::npos)
       << r.err;
+}
+
+// The HTML page of a merge (--format=html --output=STEM writes STEM.html): every site, its processes, and in one
+// line each why it has no timeline (reports hold totals, not calls); the same recording analyzed draws them.
+TEST_F(Merge, HtmlPageHasEverySiteAndSaysWhyThereAreNoTimelines) {
+  const fs::path r0 = report_of(ranked(kRecording, 0), "h0.json"), r1 = report_of(ranked(kRecording, 1), "h1.json");
+  const Result r =
+      merge({r0.string(), r1.string(), "--format=html", "--output=" + (dir_ / "merged").string(), "--summary=0"});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  std::ifstream in(dir_ / "merged.html");
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t sites = read_json(r0)["sites"].size();
+  ASSERT_GT(sites, 0u);
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<tbody class=\"site\""), sites);
+  EXPECT_EQ(count("No timeline: a merged report holds each site's totals, not its calls' times."), sites);
+  EXPECT_EQ(count("<svg"), 0u);
+  EXPECT_NE(html.find("2 processes (below)"), std::string::npos);
+  ASSERT_EQ(
+      asynccheck({"analyze", kRecording.string(), "--html=" + (dir_ / "one.html").string(), "--summary=0"}).code(), 0);
+  std::ifstream one(dir_ / "one.html");
+  const std::string page((std::istreambuf_iterator<char>(one)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(page.find("No timeline"), std::string::npos);
+  EXPECT_NE(page.find("<svg class=\"timeline\""), std::string::npos);
 }
 
 TEST_F(Merge, ExitCodeOptionsAndBaselineWorkOnTheMerge) {
@@ -529,12 +559,12 @@ TEST_F(Merge, BadInputIsExitCodeTwoWithThePlaceAndWhatIsValid) {
            "thresholds do not add up (valid: reports of runs with one --threshold)"},
       {{g, "--threshold=1ms"},
        "option '--threshold' does not apply to merge: reports hold findings, not events (valid: format, output, json, "
-       "sarif, log-file, summary, print-limit, suppressions, source-root, baseline, save-baseline, overwrite, "
+       "sarif, html, log-file, summary, print-limit, suppressions, source-root, baseline, save-baseline, overwrite, "
        "error-exitcode, "
        "fail-on, require-monitoring)"},
       {{g, "--format=trace", "--output=" + (dir_ / "t").string()},
        "merge cannot write a Chrome trace: reports hold findings, not the events a trace draws (valid formats: json, "
-       "sarif)"},
+       "sarif, html)"},
       {{g, "--json=" + g},
        "option 'json': cannot write '" + g +
            "': it already exists (valid: a new path, overwrite=1 to "

@@ -64,11 +64,12 @@ TEST(Options, OutputFilesFromFormatAndOutput) {
   ASSERT_TRUE(output_files(o, f, error)) << error;
   EXPECT_EQ(f.json, "plain.json");  // no format: JSON
   o = Options{};
-  ASSERT_TRUE(parse_options("format=json,sarif,trace:output=out/r.%p", o, error)) << error;
+  ASSERT_TRUE(parse_options("format=json,sarif,trace,html:output=out/r.%p", o, error)) << error;
   ASSERT_TRUE(output_files(o, f, error)) << error;
   EXPECT_EQ(f.json, "out/r.%p.json");  // several: a stem
   EXPECT_EQ(f.sarif, "out/r.%p.sarif");
   EXPECT_EQ(f.trace, "out/r.%p.trace.json");
+  EXPECT_EQ(f.html, "out/r.%p.html");
   o = Options{};
   ASSERT_TRUE(parse_options("output=r.json:json=r.json", o, error)) << error;  // the same path twice is fine
   ASSERT_TRUE(output_files(o, f, error)) << error;
@@ -79,7 +80,7 @@ TEST(Options, OutputFilesFromFormatAndOutput) {
 TEST(Options, OneFormatOutputGetsItsExtension) {
   const struct {
     const char* text;
-    std::string json, sarif, trace;
+    std::string json, sarif, trace, html = "";
   } cases[] = {
       {"output=r", "r.json", "", ""},
       {"output=r.%p", "r.%p.json", "", ""},
@@ -92,6 +93,10 @@ TEST(Options, OneFormatOutputGetsItsExtension) {
       {"format=sarif:output=-", "", "-", ""},
       {"json=-", "-", "", ""},
       {"trace=-:format=json:output=r", "r.json", "", "-"},
+      {"format=html:output=r", "", "", "", "r.html"},
+      {"format=html:output=r.html", "", "", "", "r.html"},
+      {"format=html:output=-", "", "", "", "-"},
+      {"html=page.html", "", "", "", "page.html"},
   };
   for (const auto& c : cases) {
     Options o;
@@ -102,6 +107,7 @@ TEST(Options, OneFormatOutputGetsItsExtension) {
     EXPECT_EQ(f.json, c.json) << c.text;
     EXPECT_EQ(f.sarif, c.sarif) << c.text;
     EXPECT_EQ(f.trace, c.trace) << c.text;
+    EXPECT_EQ(f.html, c.html) << c.text;
   }
 }
 
@@ -165,7 +171,8 @@ TEST(Options, OrderOfFormatAndOutputDoesNotMatter) {
 // Every bad input, with the exact message: the user learns what is wrong and what would be valid.
 TEST(Options, BadInputMessagesArePinned) {
   const std::string names =
-      "threshold, cost_threshold, capture_range, site_threshold, format, output, json, sarif, trace, log_file, save, "
+      "threshold, cost_threshold, capture_range, site_threshold, format, output, json, sarif, trace, html, "
+      "log_file, save, "
       "handoff, "
       "suppressions, source_root, baseline, save_baseline, error_exitcode, fail_on, require_monitoring, "
       "overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, summary, symbolize, "
@@ -191,6 +198,9 @@ TEST(Options, BadInputMessagesArePinned) {
        "option 'save': '-' (standard output) cannot hold a recording, written as the program runs beside its "
        "own output (valid: a file)"},
       {"log_file=-", "option 'log_file': '-' is not a stream name here (valid: stdout, stderr, or a file)"},
+      {"html=-:json=-",
+       "the json and html reports are both given '-' (standard output), which holds one (valid: a file for the "
+       "other)"},
       {"json=-:save_baseline=-",
        "the json and save_baseline reports are both given '-' (standard output), which holds one (valid: a file for "
        "the other)"},
@@ -220,9 +230,10 @@ TEST(Options, BadInputMessagesArePinned) {
       {"compact_round=4096:compact_backlog=5000",
        "option 'compact_backlog': 5000 is out of range (valid: 0 for no limit, or 8192 (2 x compact_round) to "
        "4294967296)"},
-      {"format=xml:output=a", "option 'format': 'xml' is not a format (valid: json, sarif, trace; comma-separated)"},
+      {"format=xml:output=a",
+       "option 'format': 'xml' is not a format (valid: json, sarif, trace, html; comma-separated)"},
       {"format=json,,sarif:output=a",
-       "option 'format': '' is not a format (valid: json, sarif, trace; comma-separated)"},
+       "option 'format': '' is not a format (valid: json, sarif, trace, html; comma-separated)"},
       {"format=sarif", "option 'format': 'sarif' needs an output path (--output=PATH)"},
       {"format=json", "option 'format': 'json' needs an output path (--output=PATH)"},
       {"json=a.json:format=json,sarif:output=b",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# python3 -m pytest python/tests, with what the tests need from the build (tests/python/CMakeLists.txt). The Python
-# that CMake found first, else Debian's /usr/bin/python3 (pyenv's may lack pytest); SKIPPED where neither has
+# python3 -m pytest python/tests, with what the tests need from the build (tests/python/CMakeLists.txt). PYTHON
+# first, else Debian's /usr/bin/python3 (pyenv's may lack pytest); SKIPPED where neither has
 # pytest. Entry points are not loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD): an installed copy of the package would
 # register the plugin a second time next to the tree's own.
 # usage: run.sh PYTHON SOURCE_DIR COMMAND LIBRARY STUB VERSION

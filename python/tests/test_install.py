@@ -36,7 +36,7 @@ def test_pip_install_offline(tmp_path):
     code = ("import asynccheck, importlib.metadata as m\n"
             "print(asynccheck.__file__)\n"
             "print([e.value for e in m.distribution('asynccheck').entry_points if e.group == 'pytest11'])\n")
-    rc, out, err = run_python(code, env={"PYTHONPATH": str(target)})
+    rc, out, err = run_python(code, env={"PYTHONPATH": str(target)}, cwd=str(tmp_path))  # not the source tree
     assert rc == 0, err
     lines = out.splitlines()
     assert lines[0].startswith(str(target))

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -50,7 +51,9 @@ def run_python(code, env=None, args=(), cwd=None):
     for k, v in list(e.items()):
         if v is None:
             del e[k]
-    r = subprocess.run([sys.executable, "-c", code] + list(args), env=e, cwd=cwd, stdout=subprocess.PIPE,
+    # Not from python/ by default: "-c" puts the working directory first on sys.path, and python/asynccheck would
+    # shadow the copy a test means to import.
+    r = subprocess.run([sys.executable, "-c", code] + list(args), env=e, cwd=cwd or tempfile.gettempdir(), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
     return r.returncode, r.stdout, r.stderr
 

@@ -24,6 +24,12 @@ int asynccheck_region_push(const char* name);
 /* Ends the innermost region. Returns the number of regions still open, or -1 when none was. */
 int asynccheck_region_pop(void);
 
+/* Finishes monitoring and writes the reports now, exactly as the program's exit would (which then writes nothing
+ * more): for a program that reads its own report before it ends (the pytest plugin). Returns 0 when written, 1 when
+ * there was nothing more to write (written already; monitoring off, whose report saying why is written as at exit),
+ * 2 when a report file could not be written. CUDA calls made after it are not watched. */
+int asynccheck_report_now(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,6 +55,8 @@ report::ReportInputs* g_inputs = nullptr;
 // program's own. Atomic: read by the async-signal-safe ends (_exit, quick_exit).
 std::atomic<int> g_exit_code{-1};
 bool g_preloaded = false;  // started by LD_PRELOAD's constructor, before the program's own code (core.h Origin)
+// start() armed the report (arm()): false before start and when another copy of the library reports for us.
+std::atomic<bool> g_armed{false};
 
 // Exactly one report per process: the first end to move the state from Idle to Writing writes it (an exit
 // handler on its own thread, or the reporter thread for the ends below); every other end finds it Writing or
@@ -231,13 +233,17 @@ void finish_recording(EventLog& log) {
   if (!g_recording->close(tail, error)) say("ERROR: " + error);
 }
 
+// What emit_report did: asynccheck_report_now (report_now.cpp) tells its caller.
+enum class Wrote { Report, Nothing, Failed };
+
 // The report itself (not async-signal-safe): on the exiting thread at exit, on the reporter thread otherwise.
-void emit_report(EndKind kind, int sig) {
+Wrote emit_report(EndKind kind, int sig) {
   StreamingAnalysis::Result result = g_capturing ? capture::finish() : StreamingAnalysis::Result{};
   EventLog& log = result.log;
-  if (g_capturing && g_descendant && !lineage::used_cuda(log)) return;  // a helper process: nothing to say (lineage.h)
+  // A helper process: nothing to say (lineage.h).
+  if (g_capturing && g_descendant && !lineage::used_cuda(log)) return Wrote::Nothing;
   // Monitoring off: a helper process that never loaded the CUDA driver has nothing to say either.
-  if (!g_capturing && g_descendant && !lineage::cuda_driver_loaded()) return;
+  if (!g_capturing && g_descendant && !lineage::cuda_driver_loaded()) return Wrote::Nothing;
   if (g_capturing) log.nvtx_ranges = nvtx_ranges::names();  // after finish(): every id a call holds is named
   RunInfo info = *g_run;
   info.gpu = log.run.gpu;
@@ -272,6 +278,7 @@ void emit_report(EndKind kind, int sig) {
   } else if (code >= 0) {
     g_exit_code.store(code);
   }
+  bool failed = emitted.write_failed;
   if (g_recording) finish_recording(log);
   if (!g_options->handoff.empty()) {  // the asynccheck command reports from this
     std::ostringstream rec;
@@ -280,6 +287,7 @@ void emit_report(EndKind kind, int sig) {
     if (!report::write_file(expand_path(g_options->handoff, log.run.pid, log.run.rank), rec.str(), g_options->overwrite,
                             error)) {
       say("ERROR: " + error);
+      failed = true;
     }
   }
   if (g_options->stats) say(stats_line(log));
@@ -291,9 +299,10 @@ void emit_report(EndKind kind, int sig) {
         " is incomplete (device_buffers=" + std::to_string(g_options->device_buffers) +
         ", device_buffer_kb=" + std::to_string(g_options->device_buffer_kb) + "; docs/performance.md)");
   }
+  return failed ? Wrote::Failed : Wrote::Report;
 }
 
-void write_report(EndKind kind, int sig) {
+Wrote write_report(EndKind kind, int sig) {
   // Writing the summary to a closed pipe (`app 2>&1 | head`) must not kill the program with SIGPIPE at its exit:
   // the write fails with EPIPE instead, and a SIGPIPE of our own making is taken back before the mask is restored.
   sigset_t pipe_only, old_mask, pending;
@@ -303,7 +312,7 @@ void write_report(EndKind kind, int sig) {
   sigpending(&pending);
   const bool pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
 
-  emit_report(kind, sig);
+  const Wrote wrote = emit_report(kind, sig);
 
   sigpending(&pending);
   if (!pipe_was_pending && sigismember(&pending, SIGPIPE) == 1 && sigismember(&old_mask, SIGPIPE) != 1) {
@@ -311,6 +320,7 @@ void write_report(EndKind kind, int sig) {
     sigtimedwait(&pipe_only, nullptr, &zero);
   }
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  return wrote;
 }
 
 // The exit handler (registered at start and again at the first watched call, so that it runs before the CUDA
@@ -559,12 +569,26 @@ void start_reporter() {
 void arm() {
   std::atexit(report_at_exit);
   start_reporter();
+  g_armed.store(true, std::memory_order_release);
 }
 
 }  // namespace
 
 void report_before(End end) {
   report_or_wait(end == End::UnderscoreExit ? EndKind::UnderscoreExit : EndKind::UpperExit);
+}
+
+int report_now() {
+  // Not armed: start() has not run, or another copy of the library reports for this process. A forked child: its
+  // parent reports.
+  if (!g_armed.load(std::memory_order_acquire) || !is_owner()) return 1;
+  int idle = kIdle;
+  if (!g_state.compare_exchange_strong(idle, kWriting)) return 1;  // written, or being written by another end
+  g_writer_tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
+  const Wrote wrote = write_report(EndKind::Exit, 0);
+  g_state.store(kWritten);  // every end from now on finds it written, the exit handler included
+  if (wrote == Wrote::Failed) return 2;
+  return g_capturing && wrote == Wrote::Report ? 0 : 1;
 }
 
 int exit_code(int program_code) {

@@ -21,6 +21,14 @@ enum class End { UnderscoreExit, UpperExit };
 // signal handlers and from vfork children, where it only compares pids).
 void report_before(End end);
 
+// asynccheck_report_now (report_now.cpp): the report, written now by the calling thread exactly as the exit
+// handler would write it, once per process: every end after it (exit included) writes nothing more. The capture
+// stops (capture::finish): calls made after it are not watched. 0: written; 1: nothing to write here (monitoring
+// off: the report that says so is written all the same, as at exit; a report already written or being written;
+// not started, or another copy of the library reports); 2: a report file could not be written (said on stderr).
+// Not async-signal-safe.
+int report_now();
+
 // The code the process is to end with: the one its options asked for once the report was written
 // (require_monitoring, error_exitcode), else `program_code`. Async-signal-safe (the shim's _exit calls it).
 int exit_code(int program_code);

@@ -10,8 +10,10 @@ set -euo pipefail
 # The build. binutils is also needed at run time: reports name call sites through addr2line.
 build=(cmake make g++ pkg-config libunwind-dev binutils)
 # The tests: GoogleTest; python3-jsonschema checks SARIF and trace files against their schemas; clang-format (14 on
-# Debian 12) is the format check; git lists the files the format check reads. Below: chromium.
-tests=(libgtest-dev python3 python3-jsonschema clang-format git)
+# Debian 12) is the format check; git lists the files the format check reads. pytest, pytest-xdist, setuptools and
+# pip: the Python package's tests (tests/python: the pytest plugin, xdist, pip install offline). Below: chromium.
+tests=(libgtest-dev python3 python3-jsonschema clang-format git python3-pytest python3-pytest-xdist python3-setuptools
+  python3-pip)
 
 packages=("${build[@]}")
 case "${1:-}" in

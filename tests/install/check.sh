@@ -89,4 +89,16 @@ for rule in copy-async-pageable-h2d copy-async-pageable-d2h; do
   }
 done
 echo "ran: asynccheck analyze $(basename "$rec") (copy-async-pageable-h2d, copy-async-pageable-d2h)"
+
+# The Python package, installed where the prefix's python3 looks (python/CMakeLists.txt), finds the installed
+# library and command from its own place, with nothing in the environment pointing at them.
+pkg=$(find "$root" -path '*-packages/asynccheck/__init__.py' | head -n1)
+[ -n "$pkg" ] || fail "no Python package asynccheck under $root (lib/python*/*-packages)"
+site=$(dirname "$(dirname "$pkg")")
+found=$(cd "$scratch" && env -u ASYNCCHECK_LIBRARY -u ASYNCCHECK_COMMAND PATH=/usr/bin:/bin PYTHONPATH="$site" python3 -c \
+  'import asynccheck; print(asynccheck.find_library()); print(asynccheck.find_command())') ||
+  fail "the installed Python package did not find the installed library and command: $found"
+[ "$found" = "$lib
+$cmd" ] || fail "the installed Python package found '$found', not $lib and $cmd"
+echo "installed: ${site#"$scratch"/}/asynccheck (finds the installed library and command)"
 echo "PASS: $mode"

@@ -2,6 +2,8 @@
 // under LD_PRELOAD=libasynccheck.so, it must end the same way, and the preloaded run must leave its report.
 // No CUDA: without a GPU asynccheck fails open ("monitoring off") but still reports at the end, which is what
 // these tests watch. Not linked to asynccheck.
+#include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -62,6 +64,23 @@ int main(int argc, char** argv) {
   }
   const std::string_view mode = argv[1];
   if (mode == "exit") std::exit(3);
+  if (mode == "report-now") {  // asynccheck_report_now, twice, then exit(3); argv[2]: the reports' directory
+    using ReportNow = int (*)();
+    const auto report_now = reinterpret_cast<ReportNow>(dlsym(RTLD_DEFAULT, "asynccheck_report_now"));
+    if (report_now == nullptr) {
+      say("absent\n");
+      std::exit(3);
+    }
+    const int first = report_now();
+    int files = 0;  // written by the call itself, not by the exit that follows
+    if (DIR* d = argc > 2 ? opendir(argv[2]) : nullptr) {
+      while (const dirent* e = readdir(d)) files += e->d_name[0] != '.';
+      closedir(d);
+    }
+    const int second = report_now();
+    std::printf("first=%d files=%d second=%d\n", first, files, second);
+    std::exit(3);
+  }
   if (mode == "buffered-exit") {  // left in stdio's buffer (stdout is a file): exit() flushes it after its handlers
     std::printf("buffered\n");
     std::exit(3);

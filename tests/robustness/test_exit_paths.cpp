@@ -154,6 +154,48 @@ TEST_F(ExitPaths, RequireMonitoringEndsEveryExitWithCode4) {
   }
 }
 
+// asynccheck_report_now() writes the report (here, without a GPU, the one saying monitoring is off: 1) before it
+// returns, exactly once: a second call returns 1, and the exit that follows writes nothing more and keeps the
+// program's code. Bare, the symbol is absent. Under the asynccheck command the same call leaves its hand-off.
+TEST_F(ExitPaths, ReportNowWritesOnceAndTheExitNothingMore) {
+  const std::string out = (dir_ / "reports").string();
+  const Result b = run({{kProgram.string(), "report-now", out}, {}, dir_ / "bare"});
+  EXPECT_EQ(describe(b.status), "exit code 3");
+  EXPECT_EQ(b.out, "absent\n");
+  const Result p = run({{kProgram.string(), "report-now", out},
+                        {"LD_PRELOAD=" + kLibrary.string(),
+                         "ASYNCCHECK_OPTIONS=log_file=" + out + "/report.%p.txt:json=" + out + "/report.%p.json"},
+                        dir_ / "preload"});
+  EXPECT_EQ(describe(p.status), "exit code 3") << p.err;
+  EXPECT_EQ(p.out, "first=1 files=2 second=1\n") << p.err;  // JSON and summary, written by the first call
+  size_t summaries = 0;
+  const std::map<int, std::string> json = reports(&summaries);
+  ASSERT_EQ(json.size(), 1u);
+  EXPECT_EQ(summaries, 1u);
+  EXPECT_NE(json.begin()->second.find("\"monitoring\": \"off: "), std::string::npos) << "this test expects no GPU";
+  EXPECT_NE(json.begin()->second.find("\"end\": \"exit\""), std::string::npos);
+
+  // A bad option: monitoring off too, the same answer, and the program's code still its own.
+  empty("reports");
+  const Result bad =
+      run({{kProgram.string(), "report-now", out},
+           {"LD_PRELOAD=" + kLibrary.string(), "ASYNCCHECK_OPTIONS=json=" + out + "/report.%p.json:no_such_option=1"},
+           dir_ / "preload"});
+  EXPECT_EQ(describe(bad.status), "exit code 3") << bad.err;
+  EXPECT_EQ(bad.out, "first=1 files=1 second=1\n") << bad.err;
+  EXPECT_EQ(reports().size(), 1u);
+
+  // The command: one report, from the hand-off the call left, and the program's code.
+  empty("reports");
+  const Result c =
+      run({{kCommand.string(), "--json=" + out + "/report.%p.json", "--", kProgram.string(), "report-now", out},
+           {},
+           dir_ / "preload"});
+  EXPECT_EQ(describe(c.status), "exit code 3") << c.err;
+  EXPECT_EQ(c.out, "first=1 files=0 second=1\n") << c.err;
+  EXPECT_EQ(reports().size(), 1u) << c.err;
+}
+
 // A signal sent from outside (kill, a job scheduler's SIGTERM) while the program waits in a system call.
 TEST_F(ExitPaths, SignalFromOutside) {
   const Result b = bare("pause", false, {SIGTERM});

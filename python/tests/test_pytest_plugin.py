@@ -43,7 +43,7 @@ def fake_load(path, options):
             report = json.load(f)
         first = os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0"
         def here(site):
-            tests = [e["path"][0]["name"] for e in site.get("nvtx_ranges") or []]
+            tests = [(e.get("path") or [e])[0]["name"] for e in site.get("nvtx_ranges") or []]
             return any(t in seen for t in tests) if tests else first
         report["sites"] = [s for s in report["sites"] if here(s)]
         for s in report["sites"]:
@@ -63,8 +63,8 @@ plugin._load_library = fake_load
 
 
 def _entry(nodeid, count=1):
-    return {"name": "test:" + nodeid, "domain": "asynccheck", "count": count,
-            "path": [{"domain": "asynccheck", "name": "test:" + nodeid}]}
+    # An outermost range: no path (docs/report-format.md), as the library writes it.
+    return {"name": "test:" + nodeid, "domain": "asynccheck", "count": count}
 
 
 @pytest.fixture

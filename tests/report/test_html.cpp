@@ -56,7 +56,7 @@ ReportData recorded(const std::string& name, EventLog& log, Analysis& analysis) 
   std::ifstream in(rec);
   std::string error;
   EXPECT_TRUE(in && read_recording(in, log, error)) << rec << ": " << error;
-  analysis = analyze(log, analysis_options(log.run));
+  analysis = analyze(log, analysis_options(log));
   return make_report(log, analysis);
 }
 

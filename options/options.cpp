@@ -208,16 +208,44 @@ bool set_option(std::string_view name, std::string_view value, Options& opts, st
 
 namespace {
 
-// The items of ASYNCCHECK_OPTIONS: separated by ':' and whitespace; ',' belongs to values (format=json,sarif).
+bool separator(char c) { return c == ':' || c == ' ' || c == '\t' || c == '\n'; }
+
+// The items of ASYNCCHECK_OPTIONS: separated by ':' and whitespace; ',' belongs to values (format=json,sarif). A
+// value that holds a separator is quoted, as in the sanitizers' options: name="a:b c" or name='a:b' (the quotes are
+// not part of it; there is no escape inside, a value holding both quote characters cannot be given). `bad` gets a
+// quote left open.
 template <typename Item>
-bool for_each_item(std::string_view text, Item item) {
+bool for_each_item(std::string_view text, Item item, std::string* bad = nullptr) {
   size_t i = 0;
   while (i < text.size()) {
-    while (i < text.size() && (text[i] == ':' || text[i] == ' ' || text[i] == '\t' || text[i] == '\n')) ++i;
+    while (i < text.size() && separator(text[i])) ++i;
     size_t j = i;
-    while (j < text.size() && text[j] != ':' && text[j] != ' ' && text[j] != '\t' && text[j] != '\n') ++j;
+    std::string unquoted;
+    bool quoted = false;
+    while (j < text.size() && !separator(text[j])) {
+      if (j > i && text[j - 1] == '=' && (text[j] == '"' || text[j] == '\'') && !quoted) {
+        const size_t close = text.find(text[j], j + 1);
+        if (close == std::string_view::npos) {
+          if (bad) *bad = "a quote left open in '" + std::string(text.substr(i)) + "' (valid: name=\"value\")";
+          return false;
+        }
+        unquoted = std::string(text.substr(i, j - i)) + std::string(text.substr(j + 1, close - j - 1));
+        quoted = true;
+        j = close + 1;
+        break;
+      }
+      ++j;
+    }
     if (j == i) break;
-    if (!item(text.substr(i, j - i))) return false;
+    if (quoted && j < text.size() && !separator(text[j])) {
+      size_t end = j;
+      while (end < text.size() && !separator(text[end])) ++end;
+      if (bad)
+        *bad = "'" + std::string(text.substr(i, end - i)) +
+               "' goes on after its closing quote (valid: name=\"value\" then ':' or a space)";
+      return false;
+    }
+    if (!item(quoted ? std::string_view(unquoted) : text.substr(i, j - i))) return false;
     i = j;
   }
   return true;
@@ -239,16 +267,19 @@ void parse_valid_items(std::string_view text, Options& opts) {
 }
 
 bool parse_options(std::string_view text, Options& opts, std::string& error) {
-  const bool items_ok = for_each_item(text, [&](std::string_view item) {
-    const size_t eq = item.find('=');
-    if (eq != std::string_view::npos) return set_option(item.substr(0, eq), item.substr(eq + 1), opts, error);
-    // An on/off option alone is on (stats, as --stats on the command line); an unknown name is named as such.
-    if (option_kind(item) == OptionKind::Value) {
-      error = "expected name=value, got '" + std::string(item) + "'";
-      return false;
-    }
-    return set_option(item, "1", opts, error);
-  });
+  const bool items_ok = for_each_item(
+      text,
+      [&](std::string_view item) {
+        const size_t eq = item.find('=');
+        if (eq != std::string_view::npos) return set_option(item.substr(0, eq), item.substr(eq + 1), opts, error);
+        // An on/off option alone is on (stats, as --stats on the command line); an unknown name is named as such.
+        if (option_kind(item) == OptionKind::Value) {
+          error = "expected name=value, got '" + std::string(item) + "'";
+          return false;
+        }
+        return set_option(item, "1", opts, error);
+      },
+      &error);
   return items_ok && check_options(opts, error);
 }
 
@@ -259,7 +290,9 @@ bool check_options(const Options& opts, std::string& error) {
 
 std::string options_help(const std::vector<std::string_view>& only) {
   const Options defaults;
-  std::string out = "asynccheck options (ASYNCCHECK_OPTIONS=name=value:name=value, or --name=value):\n";
+  std::string out =
+      "asynccheck options (ASYNCCHECK_OPTIONS=name=value:name=value, a value with ':' or spaces quoted: "
+      "name=\"a:b\"; or --name=value):\n";
   auto shown = [&](std::string_view name) {
     return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
   };

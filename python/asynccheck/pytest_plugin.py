@@ -99,9 +99,17 @@ def _check_options(config):
         if name in _OWN_OPTIONS:
             raise _usage("--asynccheck-options: '%s' is not accepted here: %s" % (name, _OWN_OPTIONS[name]))
     for flag, path in (("--asynccheck-baseline", o.asynccheck_baseline), ("--asynccheck-output", o.asynccheck_output)):
-        if path and (":" in path or any(c.isspace() for c in path)):
-            raise _usage("%s: '%s' holds ':' or white space, which ASYNCCHECK_OPTIONS cannot carry" % (flag, path))
+        if path and '"' in path and "'" in path:
+            raise _usage("%s: '%s' holds both quote characters, which ASYNCCHECK_OPTIONS cannot carry" % (flag, path))
     return fail_on, items
+
+
+def _item(name, value):
+    """name=value for ASYNCCHECK_OPTIONS, the value quoted when it holds a separator (as cli/run.cpp item_value)."""
+    if not any(c in value for c in ": \t\n\"'"):
+        return "%s=%s" % (name, value)
+    q = "'" if '"' in value else '"'
+    return "%s=%s%s%s" % (name, q, value, q)
 
 
 def _enabled(config):
@@ -194,9 +202,9 @@ class Session:
             return
         name = "asynccheck-%s-%d.json" % (self.worker["workerid"] if self.worker else "main", os.getpid())
         self.report = os.path.join(self.dir, name)
-        options = ["json=" + self.report, "summary=0", "overwrite=1"]
+        options = [_item("json", self.report), "summary=0", "overwrite=1"]
         if self.config.option.asynccheck_baseline:
-            options.append("baseline=" + os.path.abspath(self.config.option.asynccheck_baseline))
+            options.append(_item("baseline", os.path.abspath(self.config.option.asynccheck_baseline)))
         handle, lines = _load_library(path, ":".join(options + self.items))
         errors = [l for l in lines if "asynccheck: ERROR:" in l]
         if errors:  # a bad --asynccheck-options item: checking nothing would pass a CI job, so it is an error

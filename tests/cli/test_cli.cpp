@@ -280,6 +280,11 @@ TEST_F(Cli, LibraryOptionsReachTheProgram) {
                            "activity_buffer_kb=128", "compact_backlog=0", "summary=0"}) {
     EXPECT_NE((":" + r.out).find(std::string(":") + want), std::string::npos) << want << " in " << r.out;
   }
+  // A value with the separator in it is quoted, so that the library reads it whole (it read "nvtx" once).
+  const Result ranged =
+      asynccheck({"--capture-range=nvtx:train step", "--", "/bin/sh", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});
+  EXPECT_EQ(ranged.code(), 0) << ranged.err;
+  EXPECT_NE(ranged.out.find(":capture_range=\"nvtx:train step\":"), std::string::npos) << ranged.out;
 }
 
 // Raw LD_PRELOAD use: a bad option is printed, the program still runs with its own exit code, and the report

@@ -31,6 +31,29 @@ TEST(Options, ParsesEverySeparatorAndLaterItemsWin) {
   EXPECT_EQ(o.save, "/tmp/x.%p.rec");
 }
 
+// A value that holds a separator is quoted ("nvtx:train step", a path with ':'), in either quote character; a quote
+// left open, or text after the closing one, is refused with the item.
+TEST(Options, QuotedValuesKeepTheirSeparators) {
+  Options o;
+  std::string error;
+  ASSERT_TRUE(parse_options("threshold=1ms:capture_range=\"nvtx:train step\":save='/tmp/a:b c.rec' stats", o, error))
+      << error;
+  EXPECT_EQ(o.capture_range, "nvtx:train step");
+  EXPECT_EQ(o.save, "/tmp/a:b c.rec");
+  EXPECT_EQ(o.threshold, 1'000'000u);
+  EXPECT_TRUE(o.stats);
+  ASSERT_TRUE(parse_options("save='say \"hi\"'", o, error)) << error;
+  EXPECT_EQ(o.save, "say \"hi\"");
+  Options bad;
+  EXPECT_FALSE(parse_options("threshold=1ms:capture_range=\"nvtx:x", bad, error));
+  EXPECT_EQ(error, "a quote left open in 'capture_range=\"nvtx:x' (valid: name=\"value\")");
+  EXPECT_FALSE(parse_options("save=\"a\"b:stats", bad, error));
+  EXPECT_EQ(error, "'save=\"a\"b' goes on after its closing quote (valid: name=\"value\" then ':' or a space)");
+  // A quote inside a value, not at its start, is the value's own.
+  ASSERT_TRUE(parse_options("save=it's.rec", o, error)) << error;
+  EXPECT_EQ(o.save, "it's.rec");
+}
+
 TEST(Options, DurationsTakeUnitsAndDefaultToMicroseconds) {
   uint64_t ns = 0;
   ASSERT_TRUE(parse_duration("250", ns));

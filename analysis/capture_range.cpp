@@ -8,6 +8,7 @@ NvtxRangeMatch::NvtxRangeMatch(CaptureRange range, std::function<NvtxRange(uint3
     : range_(std::move(range)), lookup_(std::move(lookup)) {}
 
 bool NvtxRangeMatch::inside(uint32_t id) {
+  std::lock_guard lock(mu_);
   // Walks up to the first node already answered (or the outermost), then answers every node on the way: a node is
   // inside when it is the range, or its parent is inside.
   std::vector<std::pair<uint32_t, bool>> walked;

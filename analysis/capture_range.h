@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,7 +61,9 @@ inline std::optional<CaptureRange> parse_capture_range(std::string_view text) {
 inline std::string capture_range_error(std::string_view where, std::string_view text) {
   return (where.empty() ? std::string() : std::string(where) + ": ") + "'" + std::string(text) +
          "' is not a capture range (valid: cudaProfilerApi, the calls between cudaProfilerStart and cudaProfilerStop; "
-         "nvtx:NAME or nvtx:NAME@DOMAIN, the calls inside NVTX range NAME; empty: every call)";
+         "nvtx:NAME or nvtx:NAME@DOMAIN, the calls inside NVTX range NAME; empty: every call)" +
+         // ASYNCCHECK_OPTIONS=capture_range=nvtx:step reads as "nvtx" then an item "step": ':' separates items.
+         (text == "nvtx" ? "; in ASYNCCHECK_OPTIONS quote it: capture_range=\"nvtx:NAME\"" : "");
 }
 
 inline bool known_capture_range(std::string_view text) { return parse_capture_range(text).has_value(); }
@@ -75,6 +78,9 @@ class NvtxRangeMatch {
  private:
   CaptureRange range_;
   std::function<NvtxRange(uint32_t)> lookup_;
+  // Copies of AnalysisOptions share one match: the analysis thread's, and the exiting thread's analysis when that
+  // thread did not stop in time (capture.cpp finish). Uncontended otherwise.
+  std::mutex mu_;
   std::vector<int8_t> known_;  // per id: -1 not looked up yet, 0 outside, 1 inside
 };
 

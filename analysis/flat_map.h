@@ -17,10 +17,12 @@ class FlatMap {
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
-  // Empties the table, keeping room for `n` entries without growing.
+  // Empties the table, keeping room for `n` entries without growing; n = 0 keeps the room it has (the scratch tables
+  // of each step: the next step needs about as much, and reallocating would rehash for nothing).
   void clear(size_t n = 0) {
     size_t cap = 16;
     while (cap < 2 * n) cap *= 2;
+    if (n == 0 && !slots_.empty()) cap = slots_.size();
     if (cap != slots_.size()) {
       allocate(cap);
     } else if (size_ != 0) {

@@ -581,7 +581,9 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       // A parent declared before its child: the chain of enclosing ranges ends, whatever the file says.
       if (f.ok() && f.size() == 5 && (r.parent == 0 || r.parent >= id))
         f.fail("field 'parent': NVTX range " + std::to_string(r.parent) + " is not a range declared before " +
-               std::to_string(id) + " (valid: 1 to " + std::to_string(id - 1) + "; none for an outermost range)");
+               std::to_string(id) +
+               (id > 1 ? " (valid: 1 to " + std::to_string(id - 1) + "; none for an outermost range)"
+                       : " (valid: none: the first range is outermost)"));
       if (f.ok() && log.nvtx_ranges.size() >= kMaxNvtxRanges)
         f.fail("more than " + std::to_string(kMaxNvtxRanges) + " NVTX ranges");
       if (!f.ok()) return fail(what);

@@ -21,7 +21,9 @@ extern "C" {
  * or 1024 already open). Safe from any thread; never calls CUDA. */
 int asynccheck_region_push(const char* name);
 
-/* Ends the innermost region. Returns the number of regions still open, or -1 when none was. */
+/* Ends the innermost region, whichever thread opened it: regions are one stack for the process, so they must end in
+ * the reverse order they began (open them from one thread; label a thread's own work with NVTX ranges, which are per
+ * thread). Returns the number of regions still open, or -1 when none was. */
 int asynccheck_region_pop(void);
 
 /* Finishes monitoring and writes the reports now, exactly as the program's exit would (which then writes nothing

@@ -45,6 +45,8 @@ struct Table {
   std::unordered_map<const void*, std::string> strings;                   // nvtxStringHandle_t -> its text
   uint32_t too_many_name = UINT32_MAX;                                    // the name index of kTooMany, once needed
   uint32_t too_many_node = 0;                                             // its node, once the nodes ran out
+  size_t program_names = 0, region_names = 0, program_nodes = 0, region_nodes = 0;  // of the budgets
+  uint64_t unkept = 0;  // nestings past the budget (unkept())
   // The process-wide regions (asynccheck_region_push), outermost first, and the node of the innermost: the base of
   // every thread's own stack. `generation` changes with them; a thread rebuilds its nodes when it sees it change.
   std::vector<uint32_t> regions;  // name indices
@@ -135,38 +137,46 @@ DomainNames& domain_names(Table& t, const void* handle) {
   return *d;
 }
 
-// The index of (domain, name) in t.names; under t.mu.
+uint32_t too_many_name(Table& t) {
+  if (t.too_many_name == UINT32_MAX) {
+    t.too_many_name = static_cast<uint32_t>(t.names.size());
+    t.names.push_back({"", std::string(kTooMany)});
+  }
+  return t.too_many_name;
+}
+
+// The index of (domain, name) in t.names; under t.mu. Regions have a budget of their own, so that a program's ranges
+// (a counter in their names) cannot take from a test suite's regions the names that attribute its findings.
 uint32_t intern_name(Table& t, const void* domain, std::string_view name) {
   DomainNames& d = domain_names(t, domain);
   if (auto it = d.ids.find(name); it != d.ids.end()) return it->second;
-  if (t.names.size() >= kMaxNames) {
-    if (t.too_many_name == UINT32_MAX) {
-      t.too_many_name = static_cast<uint32_t>(t.names.size());
-      t.names.push_back({"", std::string(kTooMany)});
-    }
-    return t.too_many_name;
-  }
+  const bool region = domain == &g_region_domain;
+  size_t& used = region ? t.region_names : t.program_names;
+  if (used >= (region ? kMaxRegionNames : kMaxNames)) return too_many_name(t);
+  ++used;
   const auto index = static_cast<uint32_t>(t.names.size());
   t.names.push_back({d.name, std::string(name)});
   d.ids.emplace(std::string(name), index);
   return index;
 }
 
-// The node of range `name` nested in node `parent`; under t.mu. Past kMaxRanges nodes, one node named kTooMany.
-uint32_t intern_node(Table& t, uint32_t name, uint32_t parent) {
+// The node of range `name` nested in node `parent`; under t.mu. Regions' nodes have their own budget (as their
+// names). Past kMaxRanges of the program's own, a nesting is recorded as its nearest enclosing node, so that a call
+// keeps its region (its test) and outer ranges; an outermost range then gets the one node named kTooMany.
+uint32_t intern_node(Table& t, uint32_t name, uint32_t parent, bool region = false) {
   const uint64_t key = static_cast<uint64_t>(name) << 32 | parent;
   if (auto it = t.node_ids.find(key); it != t.node_ids.end()) return it->second;
-  if (t.nodes.size() >= kMaxRanges) {
+  size_t& used = region ? t.region_nodes : t.program_nodes;
+  if (used >= (region ? kMaxRegionNodes : kMaxRanges)) {
+    ++t.unkept;
+    if (parent != 0) return parent;
     if (t.too_many_node == 0) {
-      if (t.too_many_name == UINT32_MAX) {
-        t.too_many_name = static_cast<uint32_t>(t.names.size());
-        t.names.push_back({"", std::string(kTooMany)});
-      }
-      t.nodes.push_back({t.too_many_name, 0});
+      t.nodes.push_back({too_many_name(t), 0});
       t.too_many_node = static_cast<uint32_t>(t.nodes.size());
     }
     return t.too_many_node;
   }
+  ++used;
   t.nodes.push_back({name, parent});
   const auto id = static_cast<uint32_t>(t.nodes.size());
   t.node_ids.emplace(key, id);
@@ -340,6 +350,12 @@ std::vector<NvtxRange> names() {
   return out;
 }
 
+uint64_t unkept() {
+  Table& t = table();
+  std::lock_guard lock(t.mu);
+  return t.unkept;
+}
+
 NvtxRange range(uint32_t id) {
   Table& t = table();
   std::lock_guard lock(t.mu);
@@ -357,7 +373,7 @@ int region_push(const char* name) {
   const uint32_t index = view.size() > kMaxNameBytes ? intern_name(t, &g_region_domain, cut(std::string(view)))
                                                      : intern_name(t, &g_region_domain, view);
   t.regions.push_back(index);
-  t.region_node = intern_node(t, index, t.region_node);
+  t.region_node = intern_node(t, index, t.region_node, /*region=*/true);
   g_generation.fetch_add(1, std::memory_order_relaxed);
   return static_cast<int>(t.regions.size());
 }
@@ -368,7 +384,7 @@ int region_pop() {
   if (t.regions.empty()) return -1;
   t.regions.pop_back();
   uint32_t node = 0;
-  for (uint32_t index : t.regions) node = intern_node(t, index, node);
+  for (uint32_t index : t.regions) node = intern_node(t, index, node, /*region=*/true);
   t.region_node = node;
   g_generation.fetch_add(1, std::memory_order_relaxed);
   return static_cast<int>(t.regions.size());

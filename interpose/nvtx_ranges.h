@@ -29,8 +29,12 @@ namespace asynccheck::nvtx_ranges {
 // Distinct (domain, name) pairs interned; later new names all become kTooMany (programs that put a counter in the
 // name, "step 1234", would otherwise grow the table without bound). Each name is cut at kMaxNameBytes.
 inline constexpr size_t kMaxNames = 4096;
-// Distinct nestings (a name inside a given node); past them a call records one node named kTooMany.
+// Distinct nestings (a name inside a given node) of the program's ranges; past them a nesting is recorded as its
+// nearest enclosing node (an outermost range: one node named kTooMany), and counted (unkept()).
 inline constexpr size_t kMaxRanges = 16384;
+// Regions' names and nodes, a budget of their own: a test suite's regions stay named whatever the program's ranges.
+inline constexpr size_t kMaxRegionNames = 65536;
+inline constexpr size_t kMaxRegionNodes = 65536;
 inline constexpr std::string_view kRegionDomain = "asynccheck";
 inline constexpr size_t kMaxNameBytes = 512;
 inline constexpr std::string_view kTooMany = "(more distinct NVTX range names than asynccheck keeps)";
@@ -48,6 +52,9 @@ uint32_t current();
 
 // Every node interned so far, in id order (id N is element N - 1): for EventLog::nvtx_ranges.
 std::vector<NvtxRange> names();
+
+// Nestings recorded as their enclosing node because the table was full.
+uint64_t unkept();
 
 // Node `id` (names()[id - 1]), or an empty range for an id not given yet: for the live analysis' capture range.
 NvtxRange range(uint32_t id);

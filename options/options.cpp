@@ -215,36 +215,44 @@ bool separator(char c) { return c == ':' || c == ' ' || c == '\t' || c == '\n'; 
 // not part of it; there is no escape inside, a value holding both quote characters cannot be given). `bad` gets a
 // quote left open.
 template <typename Item>
-bool for_each_item(std::string_view text, Item item, std::string* bad = nullptr) {
+bool for_each_item(std::string_view text, Item item, std::string* bad = nullptr, bool tolerant = false) {
   size_t i = 0;
   while (i < text.size()) {
     while (i < text.size() && separator(text[i])) ++i;
     size_t j = i;
+    while (j < text.size() && !separator(text[j]) && text[j] != '=') ++j;
     std::string unquoted;
     bool quoted = false;
-    while (j < text.size() && !separator(text[j])) {
-      if (j > i && text[j - 1] == '=' && (text[j] == '"' || text[j] == '\'') && !quoted) {
-        const size_t close = text.find(text[j], j + 1);
-        if (close == std::string_view::npos) {
+    // A quote opens only right after the first '=': name="a:b", not save=a="b" (a path's own quote).
+    if (j + 1 < text.size() && text[j] == '=' && (text[j + 1] == '"' || text[j + 1] == '\'')) {
+      const size_t close = text.find(text[j + 1], j + 2);
+      if (close == std::string_view::npos) {
+        if (!tolerant) {
           if (bad) *bad = "a quote left open in '" + std::string(text.substr(i)) + "' (valid: name=\"value\")";
           return false;
         }
-        unquoted = std::string(text.substr(i, j - i)) + std::string(text.substr(j + 1, close - j - 1));
+        // Recovering what is valid (parse_valid_items): the quote is a character, the item ends at a separator.
+      } else {
+        unquoted = std::string(text.substr(i, j + 1 - i)) + std::string(text.substr(j + 2, close - j - 2));
         quoted = true;
         j = close + 1;
-        break;
       }
-      ++j;
     }
-    if (j == i) break;
-    if (quoted && j < text.size() && !separator(text[j])) {
+    if (!quoted) {
+      while (j < text.size() && !separator(text[j])) ++j;
+    } else if (j < text.size() && !separator(text[j])) {
       size_t end = j;
       while (end < text.size() && !separator(text[end])) ++end;
-      if (bad)
-        *bad = "'" + std::string(text.substr(i, end - i)) +
-               "' goes on after its closing quote (valid: name=\"value\" then ':' or a space)";
-      return false;
+      if (!tolerant) {
+        if (bad)
+          *bad = "'" + std::string(text.substr(i, end - i)) +
+                 "' goes on after its closing quote (valid: name=\"value\" then ':' or a space)";
+        return false;
+      }
+      i = end;  // skipped whole
+      continue;
     }
+    if (j == i) break;
     if (!item(quoted ? std::string_view(unquoted) : text.substr(i, j - i))) return false;
     i = j;
   }
@@ -254,7 +262,7 @@ bool for_each_item(std::string_view text, Item item, std::string* bad = nullptr)
 }  // namespace
 
 void parse_valid_items(std::string_view text, Options& opts) {
-  for_each_item(text, [&](std::string_view item) {
+  const auto valid = [&](std::string_view item) {
     const size_t eq = item.find('=');
     std::string ignored;
     if (eq == std::string_view::npos) {
@@ -263,7 +271,8 @@ void parse_valid_items(std::string_view text, Options& opts) {
       set_option(item.substr(0, eq), item.substr(eq + 1), opts, ignored);
     }
     return true;
-  });
+  };
+  for_each_item(text, valid, nullptr, /*tolerant=*/true);  // a badly quoted item must not hide the ones after it
 }
 
 bool parse_options(std::string_view text, Options& opts, std::string& error) {

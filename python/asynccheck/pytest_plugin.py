@@ -205,7 +205,9 @@ class Session:
         options = [_item("json", self.report), "summary=0", "overwrite=1"]
         if self.config.option.asynccheck_baseline:
             options.append(_item("baseline", os.path.abspath(self.config.option.asynccheck_baseline)))
-        handle, lines = _load_library(path, ":".join(options + self.items))
+        # The plugin's own items last: later items win, so none of the user's (however they are spelled or separated)
+        # can move the report the plugin reads.
+        handle, lines = _load_library(path, ":".join(self.items + options))
         errors = [l for l in lines if "asynccheck: ERROR:" in l]
         if errors:  # a bad --asynccheck-options item: checking nothing would pass a CI job, so it is an error
             raise _usage("the library did not start: " + " ".join(l.replace("asynccheck: ", "", 1) for l in errors))
@@ -250,6 +252,8 @@ class Session:
                 self.notes.append("asynccheck: ERROR: the report could not be written (said above)")
             if os.path.isfile(self.report):
                 self.report_paths.append(self.report)
+            elif code == 0:  # written, but not where the plugin reads: nothing was checked, which must not pass quietly
+                self.notes.append("asynccheck: ERROR: no report at %s: the tests' findings are unknown" % self.report)
         if self.worker is not None:  # the controller reads it
             self.config.workeroutput["asynccheck"] = {"report": self.report_paths[0] if self.report_paths else None,
                                                       "lines": self.header}

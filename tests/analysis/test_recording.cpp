@@ -352,8 +352,8 @@ TEST(Recording, BadNvtxLinesGetPreciseErrors) {
        "line 4: field 'parent': NVTX range 2 is not a range declared before 2 (valid: 1 to 1; none for an outermost "
        "range)"},
       {"nvtx parent zero", head + "nvtx 1 %00 a 0\n",
-       "line 3: field 'parent': NVTX range 0 is not a range declared before 1 (valid: 1 to 0; none for an outermost "
-       "range)"},
+       "line 3: field 'parent': NVTX range 0 is not a range declared before 1 (valid: none: the first range is "
+       "outermost)"},
       {"nvtx text", head + "nvtx 1 %00 for%2\n", "line 3: field 'name': bad percent-encoding in 'for%2'"},
       {"undeclared", head + "nvtx 1 %00 forward\n" + call + " 2\n",
        "line 4: field 'nvtx': NVTX range 2 was not declared by an 'nvtx' line (valid: 1 to 1, or no field for none)"},

@@ -326,22 +326,31 @@ TEST(NvtxRanges, TheNameTableIsBounded) {
 
 // Last too: nestings of known names are bounded apart from the names (each name in each parent is a node).
 TEST(NvtxRanges, TheNodeTableIsBounded) {
-  for (int i = 0; names().size() < kMaxRanges; ++i) {
+  for (int i = 0; i % 1024 != 0 || names().size() < kMaxRanges; ++i) {  // names() copies: looked at now and then
     push_a(("outer " + std::to_string(i % 128)).c_str());
     push_a(("inner " + std::to_string(i / 128)).c_str());
     pop();
     pop();
   }
+  const uint64_t unkept_before = unkept();
+  // A nesting past the table is recorded as its nearest enclosing node: the call keeps its outer ranges.
+  EXPECT_EQ(region_push("test:kept"), 1);  // regions have a budget of their own
   push_a("outer 0");
   push_a("a nesting too many");
+  EXPECT_EQ(path(), "test:kept");  // "outer 0" inside the region is a new nesting too
+  EXPECT_EQ(unkept() - unkept_before, 2u);
+  pop();
+  pop();
+  EXPECT_EQ(region_pop(), 0);
+  // An outermost range past the table: one node named kTooMany, without a parent.
+  push_a("a range too many");
   EXPECT_EQ(innermost(), (NvtxRange{"", std::string(kTooMany)}));
-  EXPECT_EQ(path(), std::string(kTooMany));  // the node that stands for the rest has no parent
+  EXPECT_EQ(path(), std::string(kTooMany));
   pop();
-  pop();
-  EXPECT_EQ(names().size(), kMaxRanges + 1);
   push_a("outer 1");
   EXPECT_EQ(innermost(), (NvtxRange{"", "outer 1"}));  // known nestings keep their own node
   pop();
+  for (const NvtxRange& n : names()) EXPECT_LT(n.parent, names().size() + 1);
 }
 
 }  // namespace

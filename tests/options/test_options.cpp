@@ -49,9 +49,24 @@ TEST(Options, QuotedValuesKeepTheirSeparators) {
   EXPECT_EQ(error, "a quote left open in 'capture_range=\"nvtx:x' (valid: name=\"value\")");
   EXPECT_FALSE(parse_options("save=\"a\"b:stats", bad, error));
   EXPECT_EQ(error, "'save=\"a\"b' goes on after its closing quote (valid: name=\"value\" then ':' or a space)");
-  // A quote inside a value, not at its start, is the value's own.
+  // A quote inside a value, not at its start, is the value's own; so is one after a second '='.
   ASSERT_TRUE(parse_options("save=it's.rec", o, error)) << error;
   EXPECT_EQ(o.save, "it's.rec");
+  ASSERT_TRUE(parse_options("save=a=\"b", o, error)) << error;
+  EXPECT_EQ(o.save, "a=\"b");
+  // The range as the docs spell it, unquoted: ':' ended the value, and the error says to quote it.
+  EXPECT_FALSE(parse_options("capture_range=nvtx:step", bad, error));
+  EXPECT_NE(error.find("in ASYNCCHECK_OPTIONS quote it: capture_range=\"nvtx:NAME\""), std::string::npos) << error;
+}
+
+// A typo must not turn a CI job's gate off: the items after a badly quoted one still count (core.cpp).
+TEST(Options, ValidItemsAfterABadQuote) {
+  for (const char* text : {"save=\"x\"y:require_monitoring=1", "save=\"x:require_monitoring=1",
+                           "threshold=\"1ms\"z require_monitoring fail_on=note"}) {
+    Options o;
+    parse_valid_items(text, o);
+    EXPECT_TRUE(o.require_monitoring) << text;
+  }
 }
 
 TEST(Options, DurationsTakeUnitsAndDefaultToMicroseconds) {

@@ -17,6 +17,9 @@ namespace {
 
 // The project's version, from CMakeLists.txt's project(asynccheck VERSION ...) through the configured version.h.
 constexpr std::string_view kToolVersion = ASYNCCHECK_VERSION;
+// The project's home page, an absolute URI as SARIF requires of informationUri (3.19.17): project(... HOMEPAGE_URL)
+// through version.h, by default the installed README.md as a file:// URI (CMakeLists.txt).
+constexpr std::string_view kInformationUri = ASYNCCHECK_HOMEPAGE_URL;
 // The address editors and viewers resolve the schema from (SchemaStore's copy of the OASIS schema).
 constexpr std::string_view kSchemaUri = "https://json.schemastore.org/sarif-2.1.0.json";
 // The conventional name GitHub code scanning and the SARIF SDK use for the checkout's root.
@@ -221,6 +224,7 @@ Json tool() {
   for (const rules::Rule& r : rules::all_rules()) rules_json.push(rule_descriptor(r));
   Json driver = Json::object();
   driver.set("name", str("asynccheck")).set("version", str(kToolVersion)).set("semanticVersion", str(kToolVersion));
+  driver.set("informationUri", str(kInformationUri));
   return Json::object().set("driver", driver.set("rules", std::move(rules_json)));
 }
 

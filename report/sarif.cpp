@@ -6,6 +6,7 @@
 #include <optional>
 #include <ostream>
 
+#include "analysis/monitoring.h"
 #include "report/plural.h"
 #include "report/report.h"
 #include "report/source_root.h"
@@ -351,10 +352,15 @@ Json warning(const std::string& text) { return notification("warning", text); }
 // What limits the results: they are only as complete as what the run could observe.
 Json notifications(const RunInfo& run) {
   Json out = Json::array();
-  // An error, not a warning: the run checked nothing, and executionSuccessful says so (SARIF 2.1.0 3.20.14: a run
-  // that is not successful has an error-level notification saying why).
-  if (run.monitoring != "on")
+  // An error, not a warning: the run checked nothing (or nothing after monitoring stopped), and executionSuccessful
+  // says so (SARIF 2.1.0 3.20.14: a run that is not successful has an error-level notification saying why).
+  if (monitoring_stopped(run.monitoring)) {
+    out.push(notification("error", "monitoring " + run.monitoring +
+                                       "; what the program did after that was not watched (the results before it "
+                                       "are kept)"));
+  } else if (monitoring_off(run.monitoring)) {
     out.push(notification("error", "monitoring was " + run.monitoring + "; nothing was watched"));
+  }
   if (!run.complete) out.push(warning("the run ended before everything was flushed; the results may be incomplete"));
   if (run.dropped_records) {
     const std::string dropped = counted(run.dropped_records, "activity record");
@@ -383,9 +389,9 @@ Json invocation(const RunInfo& run, const std::string& file) {
   p.set("costThresholdNs", Json::number(run.cost_threshold_ns));
   if (run.unanalyzed_calls) p.set("unanalyzedCalls", Json::number(run.unanalyzed_calls));
   Json inv = Json::object();
-  // Successful only when something was watched: a run whose monitoring was off found nothing because it looked at
-  // nothing, which code scanning must not take for a clean result.
-  inv.set("executionSuccessful", Json::boolean(run.monitoring == "on"))
+  // Successful only when the whole run was watched: a run whose monitoring was off found nothing because it looked
+  // at nothing, one whose monitoring stopped looked at part of it; code scanning must not take either for clean.
+  inv.set("executionSuccessful", Json::boolean(monitoring_whole(run.monitoring)))
       .set("toolExecutionNotifications", notifications(run));
   return inv.set("properties", std::move(p));
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "analysis/monitoring.h"
 #include "analysis/names.h"
 
 namespace asynccheck {
@@ -244,9 +245,10 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
       r.driver = f.text(key);
     else if (key == "runtime")
       r.cuda_runtime = f.text(key);
-    else if (key == "monitoring")
+    else if (key == "monitoring") {
       r.monitoring = f.text(key);
-    else if (key == "dropped")
+      if (f.ok() && !known_monitoring(r.monitoring)) f.fail("field 'monitoring': " + monitoring_error(r.monitoring));
+    } else if (key == "dropped")
       r.dropped_records = f.num<uint64_t>(key);
     else if (key == "unanalyzed")
       r.unanalyzed_calls = f.num<uint64_t>(key);

@@ -30,7 +30,8 @@ void print_help() {
                "A report path '-' is standard output (--json=-).\n"
                "Exit codes: the program's own; 2 bad options or input (the program did not run); 126/127 the program\n"
                "could not be started (as a shell); 1 a report could not be written (and the program exited 0);\n"
-               "--error-exitcode's N for findings; 4 monitoring could not start, with --require-monitoring.\n\n"
+               "--error-exitcode's N for findings; 4 monitoring could not start or stopped before the end, with\n"
+               "--require-monitoring.\n\n"
             << options_help();
 }
 

@@ -37,6 +37,9 @@ struct State {
   // of ms a round with 8 threads launching flat out, measured on the H200).
   uint64_t completed = 0, decoded = 0;
   bool worker_started = false;
+  // cuptiActivityFlushAll calls that failed (health.h), and the first one's words.
+  uint64_t flush_failures = 0;
+  std::string flush_error;
 };
 
 // Decoded buffers kept for CUPTI's next requests (buffer_requested says why). One is all a single thread needs
@@ -327,9 +330,13 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
 }
 
 void flush_activity(bool forced) {
-  cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  const CUptiResult r = cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   State& s = state();
   std::unique_lock lock(s.mu);
+  if (r != CUPTI_SUCCESS && s.flush_failures++ == 0) {
+    const char* msg = nullptr;
+    s.flush_error = cuptiGetResultString(r, &msg) == CUPTI_SUCCESS && msg ? msg : "CUPTI error " + std::to_string(r);
+  }
   const uint64_t target = s.completed;  // the flush has handed off every buffer it completed
   s.cv.wait(lock, [&] { return s.decoded >= target; });
 }
@@ -350,6 +357,13 @@ uint64_t untimed_records() {
   State& s = state();
   std::lock_guard lock(s.mu);
   return s.untimed;
+}
+
+void flush_health(Health& h) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  h.flush_failures = s.flush_failures;
+  h.flush_error = s.flush_error;
 }
 
 uint64_t dropped_records() {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/events.h"
+#include "cupti/health.h"
 
 namespace asynccheck::cupti {
 
@@ -21,6 +22,9 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
 // with the records of all work finished by now (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); otherwise only the buffers CUPTI
 // filled (flag 0), which says nothing of the records still in its other buffers.
 void flush_activity(bool forced = true);
+
+// The flushes that failed so far (health.h: CUPTI no longer delivers our records).
+void flush_health(Health& h);
 
 // Moves the decoded operations out (after flush_activity). Also returns the device name seen, if any.
 std::vector<GpuOp> take_ops();

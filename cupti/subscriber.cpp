@@ -6,7 +6,9 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -32,6 +34,19 @@ constexpr CUpti_CallbackId kNvtxCallbacks[] = {
 };
 bool g_nvtx = false;  // the callbacks above are enabled
 
+// CUPTI's fatal-error notification (it detaches itself after sending it: health.h), kept as it comes: the callback
+// only copies the message, the report reads it at the end. The first one wins.
+std::atomic<bool> g_fatal_claimed{false}, g_fatal_ready{false};
+char g_fatal_text[256];
+
+void on_fatal_error(const CUpti_StateData* state) {
+  if (g_fatal_claimed.exchange(true)) return;
+  const char* msg = state != nullptr && state->notification.message != nullptr ? state->notification.message : "";
+  std::snprintf(g_fatal_text, sizeof g_fatal_text, "CUPTI error %d%s%s",
+                state != nullptr ? static_cast<int>(state->notification.result) : 0, *msg ? ": " : "", msg);
+  g_fatal_ready.store(true, std::memory_order_release);
+}
+
 std::string result_text(CUptiResult r) {
   const char* msg = nullptr;
   if (cuptiGetResultString(r, &msg) != CUPTI_SUCCESS || msg == nullptr) return "CUPTI error " + std::to_string(r);
@@ -39,6 +54,10 @@ std::string result_text(CUptiResult r) {
 }
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_STATE) {
+    if (cbid == CUPTI_CBID_STATE_FATAL_ERROR) on_fatal_error(static_cast<const CUpti_StateData*>(data));
+    return;
+  }
   if (domain == CUPTI_CB_DOMAIN_NVTX) {
     const auto* nvtx = static_cast<const CUpti_NvtxData*>(data);
     if (g_sink.on_nvtx != nullptr && nvtx != nullptr)
@@ -126,7 +145,26 @@ bool subscribe(const Sink& sink, std::string& error) {
                               CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING}) {
     cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE, id);
   }
+  // Optional, like the resource callbacks: without it a fatal error still shows at the end (check_subscription).
+  cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR);
   return true;
+}
+
+void check_subscription(Health& h) {
+  if (g_fatal_ready.load(std::memory_order_acquire)) h.fatal_error = g_fatal_text;
+  if (g_subscriber == nullptr) return;
+  for (const ApiSpec& spec : watched_apis()) {
+    uint32_t enabled = 0;
+    const CUptiResult r = cuptiGetCallbackState(
+        &enabled, g_subscriber,
+        spec.domain == Domain::Runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, spec.cbid);
+    if (r != CUPTI_SUCCESS) {
+      h.subscription_error = result_text(r);
+      return;
+    }
+    ++h.callbacks_checked;
+    if (enabled == 0 && h.callbacks_disabled++ == 0) h.first_disabled = spec.name;
+  }
 }
 
 // Why NVTX_INJECTION64_PATH and not libasynccheck.so as NVTX's tool (its own InitializeInjectionNvtx2): NVTX hands

@@ -8,6 +8,7 @@
 
 #include "analysis/events.h"
 #include "cupti/api_table.h"
+#include "cupti/health.h"
 
 namespace asynccheck::cupti {
 
@@ -38,6 +39,10 @@ bool subscribe(const Sink& sink, std::string& error);
 // off without a way to tell). False, with the reason in `why`, when ranges are off: NVTX_INJECTION64_PATH names
 // another tool (Nsight, another profiler), or this CUPTI cannot be NVTX's tool.
 bool enable_nvtx(std::string& why);
+
+// Whether our subscription still stands (health.h): CUPTI's fatal error if one came, and the state of every watched
+// API's callback. Before stop_callbacks(), from outside any callback (it asks CUPTI).
+void check_subscription(Health& h);
 
 // Disables our callbacks (the subscription stays: CUPTI may still deliver activity buffers).
 void stop_callbacks();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/feed.h"
+#include "analysis/monitoring.h"
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
 #include "interpose/capture_state.h"
@@ -260,8 +261,12 @@ StreamingAnalysis::Result finish() {
   } else if (g.streaming) {
     complete = false;
   }
+  // Whether monitoring stood to the end (cupti/health.h): read before our own stop_callbacks() turns them off.
+  cupti::Health health;
+  cupti::check_subscription(health);
   cupti::stop_callbacks();
   cupti::flush_activity();
+  cupti::flush_health(health);
   std::vector<GpuOp> ops = cupti::take_ops();
   std::vector<ThreadLog*> threads;
   std::vector<Mark> marks;
@@ -324,6 +329,9 @@ StreamingAnalysis::Result finish() {
   log.run.threshold_ns = g.analysis.threshold_ns;
   log.run.cost_threshold_ns = g.analysis.cost_threshold_ns;
   log.run.complete = complete;
+  // The findings made before it stopped stay; the state says the rest of the run was not watched.
+  if (const std::string why = cupti::stopped_reason(health); !why.empty())
+    log.run.monitoring = std::string(kMonitoringStoppedPrefix) + why;
   return r;
 }
 

@@ -48,7 +48,8 @@ bool start(const Options& options, std::string& error, std::string& warning);
 // Stops recording new calls, flushes CUPTI, judges what is left and returns the analysis with the events it names
 // (streaming.h: Result; every event when the analysis did not run as the run went). Callable once (later calls
 // return an empty result), from any thread, while other threads still make CUDA calls. run.complete is false when
-// a call was in flight on some thread or a stopped thread's part could not be read.
+// a call was in flight on some thread or a stopped thread's part could not be read; run.monitoring is
+// "stopped: WHY" when our CUPTI monitoring did not stand to the end (cupti/health.h), "on" otherwise.
 StreamingAnalysis::Result finish();
 
 }  // namespace asynccheck::capture

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "analysis/analyze.h"
+#include "analysis/monitoring.h"
 #include "analysis/recording.h"
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
@@ -246,6 +247,9 @@ Wrote emit_report(EndKind kind, int sig) {
   if (!g_capturing && g_descendant && !lineage::cuda_driver_loaded()) return Wrote::Nothing;
   if (g_capturing) log.nvtx_ranges = nvtx_ranges::names();  // after finish(): every id a call holds is named
   RunInfo info = *g_run;
+  // Started, then stopped before the end (capture::finish): every report and recording keeps it, and the summary
+  // (the library's, or the command's from the recording) says it.
+  if (monitoring_stopped(log.run.monitoring)) info.monitoring = log.run.monitoring;
   info.gpu = log.run.gpu;
   info.dropped_records = log.run.dropped_records;
   info.unanalyzed_calls = log.run.unanalyzed_calls;

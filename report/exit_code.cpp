@@ -6,10 +6,13 @@ namespace asynccheck::report {
 
 int requested_exit_code(const Options& o, const Emitted& e) {
   static_assert(kMonitoringOffExitCode == 4, "kMonitoringRequiredLine names the code");
-  // Monitoring off found nothing: "no findings" must not pass for "checked and clean".
-  if (o.require_monitoring && (e.monitoring_off || e.range_never_entered)) {
+  // Monitoring off found nothing, and stopped found nothing after it stopped: "no findings" must not pass for
+  // "checked and clean".
+  if (o.require_monitoring && (e.monitoring_off || e.monitoring_stopped || e.range_never_entered)) {
     // One write(2): the line shares stderr with the program's.
-    const std::string_view line = e.monitoring_off ? kMonitoringRequiredLine : kRangeRequiredLine;
+    const std::string_view line = e.monitoring_off       ? kMonitoringRequiredLine
+                                  : e.monitoring_stopped ? kStoppedRequiredLine
+                                                         : kRangeRequiredLine;
     const ssize_t ignored = write(STDERR_FILENO, line.data(), line.size());
     (void)ignored;
     return kMonitoringOffExitCode;

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "analysis/names.h"
+#include "analysis/monitoring.h"
 #include "report/html_parts.h"
 #include "report/plural.h"
 #include "report/source_root.h"
@@ -236,8 +237,10 @@ void sites_section(std::ostream& o, const ReportData& data) {
   totals_line(o, data);
   if (data.rows.empty()) {
     o << "<p class=\"empty\">"
-      << (data.run.monitoring != "on" ? "Monitoring was off: nothing was watched."
-                                      : "No call site where CUDA held the host or serialized the GPU.")
+      << (monitoring_off(data.run.monitoring) ? "Monitoring was off: nothing was watched."
+          : monitoring_stopped(data.run.monitoring)
+              ? "No call site where CUDA held the host or serialized the GPU before monitoring stopped."
+              : "No call site where CUDA held the host or serialized the GPU.")
       << "</p></section>";
     return;
   }

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <map>
 
+#include "analysis/monitoring.h"
+
 namespace asynccheck::report {
 namespace {
 
@@ -155,7 +157,9 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
   std::vector<std::string> ends;
   for (const ReportFile& r : reports) {
     if (r.run.args != run.args) run.args.clear();
-    if (r.run.monitoring == "on") run.monitoring = "on";
+    // On in any process: the processes list each one's state. Else a stopped one says more than an off one.
+    if (monitoring_whole(r.run.monitoring) || (monitoring_stopped(r.run.monitoring) && monitoring_off(run.monitoring)))
+      run.monitoring = r.run.monitoring;
     run.complete = run.complete && r.run.complete;
     run.env.launch_blocking = run.env.launch_blocking || r.run.env.launch_blocking;
     sum(run.dropped_records, r.run.dropped_records);

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "analysis/monitoring.h"
 #include "analysis/recording.h"
 #include "report/baseline.h"
 #include "report/plural.h"
@@ -362,10 +363,14 @@ Emitted write_report(ReportData& data, const Options& options, const ReportInput
   }
   result.sites = data.rows.size();
   result.range_never_entered = range_never_entered(data);
-  result.monitoring_off = data.processes.empty()
-                              ? data.run.monitoring != "on"
-                              : std::any_of(data.processes.begin(), data.processes.end(),
-                                            [](const ProcessInfo& p) { return p.run.monitoring != "on"; });
+  // In a merge, any process: part of the program went unchecked.
+  auto any_run = [&](bool (*state)(std::string_view)) {
+    if (data.processes.empty()) return state(data.run.monitoring);
+    return std::any_of(data.processes.begin(), data.processes.end(),
+                       [&](const ProcessInfo& p) { return state(p.run.monitoring); });
+  };
+  result.monitoring_off = any_run(monitoring_off);
+  result.monitoring_stopped = any_run(monitoring_stopped);
   auto render = [&](void (*writer)(std::ostream&, const ReportData&)) {
     std::ostringstream out;
     writer(out, data);

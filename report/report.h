@@ -239,6 +239,7 @@ struct Emitted {
   size_t sites = 0;                             // reported sites
   bool write_failed = false;                    // some file could not be written (the error was printed)
   bool monitoring_off = false;                  // nothing was watched (in a merge: in one of its processes)
+  bool monitoring_stopped = false;              // watched, then stopped before the end (analysis/monitoring.h)
   bool range_never_entered = false;             // a capture range was given and no call was judged inside it
 };
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "analysis/monitoring.h"
 #include "analysis/names.h"
 #include "report/json_value.h"
 #include "report/merge.h"
@@ -83,6 +84,12 @@ class Checker {
     return *n;
   }
   // A rank: absent or null (none), or a whole number.
+  // RunInfo::monitoring: one of the forms of analysis/monitoring.h.
+  std::string monitoring(const JsonValue& obj, const std::string& path) {
+    std::string m = text(obj, path, "monitoring");
+    if (ok_ && !known_monitoring(m)) fail(obj["monitoring"], join(path, "monitoring"), monitoring_error(m));
+    return m;
+  }
   int64_t rank(const JsonValue& obj, const std::string& path, std::string_view key = "rank") {
     return obj.has(key) && !obj[key].is_null() ? static_cast<int64_t>(whole(obj, path, key, INT32_MAX)) : -1;
   }
@@ -135,7 +142,7 @@ void read_run(Checker& c, const JsonValue& run, const std::string& path, RunInfo
   r.rank = c.rank(run, path);
   if (r.rank >= 0) r.rank_variable = c.text(run, path, "rank_variable");
   r.gpu = c.text(run, path, "gpu");
-  r.monitoring = c.text(run, path, "monitoring");
+  r.monitoring = c.monitoring(run, path);
   r.complete = c.flag(run, path, "complete");
   r.end = c.text(run, path, "end");
   r.dropped_records = c.whole(run, path, "dropped_records");
@@ -342,7 +349,7 @@ void read_processes(Checker& c, const JsonValue& arr, ReportFile& out) {
     info.run.rank = c.rank(p, at);
     if (info.run.rank >= 0) info.run.rank_variable = c.text(p, at, "rank_variable");
     info.run.gpu = c.text(p, at, "gpu");
-    info.run.monitoring = c.text(p, at, "monitoring");
+    info.run.monitoring = c.monitoring(p, at);
     info.run.complete = c.flag(p, at, "complete");
     info.run.end = c.text(p, at, "end");
     info.run.dropped_records = c.whole(p, at, "dropped_records");

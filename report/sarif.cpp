@@ -6,6 +6,7 @@
 #include <optional>
 #include <ostream>
 
+#include "analysis/monitoring.h"
 #include "report/plural.h"
 #include "report/report.h"
 #include "report/source_root.h"
@@ -17,6 +18,9 @@ namespace {
 
 // The project's version, from CMakeLists.txt's project(asynccheck VERSION ...) through the configured version.h.
 constexpr std::string_view kToolVersion = ASYNCCHECK_VERSION;
+// The project's home page, an absolute URI as SARIF requires of informationUri (3.19.17): project(... HOMEPAGE_URL)
+// through version.h, by default the installed README.md as a file:// URI (CMakeLists.txt).
+constexpr std::string_view kInformationUri = ASYNCCHECK_HOMEPAGE_URL;
 // The address editors and viewers resolve the schema from (SchemaStore's copy of the OASIS schema).
 constexpr std::string_view kSchemaUri = "https://json.schemastore.org/sarif-2.1.0.json";
 // The conventional name GitHub code scanning and the SARIF SDK use for the checkout's root.
@@ -221,6 +225,7 @@ Json tool() {
   for (const rules::Rule& r : rules::all_rules()) rules_json.push(rule_descriptor(r));
   Json driver = Json::object();
   driver.set("name", str("asynccheck")).set("version", str(kToolVersion)).set("semanticVersion", str(kToolVersion));
+  driver.set("informationUri", str(kInformationUri));
   return Json::object().set("driver", driver.set("rules", std::move(rules_json)));
 }
 
@@ -347,10 +352,15 @@ Json warning(const std::string& text) { return notification("warning", text); }
 // What limits the results: they are only as complete as what the run could observe.
 Json notifications(const RunInfo& run) {
   Json out = Json::array();
-  // An error, not a warning: the run checked nothing, and executionSuccessful says so (SARIF 2.1.0 3.20.14: a run
-  // that is not successful has an error-level notification saying why).
-  if (run.monitoring != "on")
+  // An error, not a warning: the run checked nothing (or nothing after monitoring stopped), and executionSuccessful
+  // says so (SARIF 2.1.0 3.20.14: a run that is not successful has an error-level notification saying why).
+  if (monitoring_stopped(run.monitoring)) {
+    out.push(notification("error", "monitoring " + run.monitoring +
+                                       "; what the program did after that was not watched (the results before it "
+                                       "are kept)"));
+  } else if (monitoring_off(run.monitoring)) {
     out.push(notification("error", "monitoring was " + run.monitoring + "; nothing was watched"));
+  }
   if (!run.complete) out.push(warning("the run ended before everything was flushed; the results may be incomplete"));
   if (run.dropped_records) {
     const std::string dropped = counted(run.dropped_records, "activity record");
@@ -379,9 +389,9 @@ Json invocation(const RunInfo& run, const std::string& file) {
   p.set("costThresholdNs", Json::number(run.cost_threshold_ns));
   if (run.unanalyzed_calls) p.set("unanalyzedCalls", Json::number(run.unanalyzed_calls));
   Json inv = Json::object();
-  // Successful only when something was watched: a run whose monitoring was off found nothing because it looked at
-  // nothing, which code scanning must not take for a clean result.
-  inv.set("executionSuccessful", Json::boolean(run.monitoring == "on"))
+  // Successful only when the whole run was watched: a run whose monitoring was off found nothing because it looked
+  // at nothing, one whose monitoring stopped looked at part of it; code scanning must not take either for clean.
+  inv.set("executionSuccessful", Json::boolean(monitoring_whole(run.monitoring)))
       .set("toolExecutionNotifications", notifications(run));
   return inv.set("properties", std::move(p));
 }

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "analysis/monitoring.h"
 #include "report/plural.h"
 #include "report/report.h"
 #include "report/source_root.h"
@@ -177,9 +178,10 @@ std::string who(const std::vector<std::pair<int, int64_t>>& procs) {
 
 // A merge: what its processes did not all share (monitoring off, incomplete, dropped records), one line each.
 void merge_notes(std::ostream& out, const std::string& tag, const ReportData& data) {
-  std::vector<std::pair<int, int64_t>> off, incomplete, dropped;
+  std::vector<std::pair<int, int64_t>> off, stopped, incomplete, dropped;
   for (const ProcessInfo& p : data.processes) {
-    if (p.run.monitoring != "on") off.emplace_back(p.run.pid, p.run.rank);
+    if (monitoring_off(p.run.monitoring)) off.emplace_back(p.run.pid, p.run.rank);
+    if (monitoring_stopped(p.run.monitoring)) stopped.emplace_back(p.run.pid, p.run.rank);
     if (!p.run.complete) incomplete.emplace_back(p.run.pid, p.run.rank);
     if (p.run.dropped_records) dropped.emplace_back(p.run.pid, p.run.rank);
   }
@@ -187,6 +189,9 @@ void merge_notes(std::ostream& out, const std::string& tag, const ReportData& da
   if (!off.empty())
     out << tag << "monitoring was off in " << off.size() << of << " (" << who(off)
         << "): nothing of theirs is in this report\n";
+  if (!stopped.empty())
+    out << tag << "monitoring stopped before the end in " << stopped.size() << of << " (" << who(stopped)
+        << "): only what they did before it is in this report\n";
   if (!incomplete.empty())
     out << tag << "incomplete in " << incomplete.size() << of << " (" << who(incomplete)
         << "): they ended before everything was flushed\n";
@@ -209,7 +214,12 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
         << ")\n";
     merge_notes(out, tag, data);
   }
-  if (run.monitoring != "on") {
+  // Stopped: said first, since every line below covers only the part of the run before it.
+  if (!merged && monitoring_stopped(run.monitoring)) {
+    out << tag << "monitoring " << printable(run.monitoring)
+        << "; what the program did after that was not watched (the findings below are from before)\n";
+  }
+  if (monitoring_off(run.monitoring)) {
     out << tag << "monitoring was " << printable(run.monitoring) << "; nothing was watched";
     if (run.end != "exit") out << "; the program ended by " << run.end;  // docs/robustness.md
     out << "\n";

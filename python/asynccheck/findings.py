@@ -117,6 +117,13 @@ def describe(finding, root=None):
 
 
 def monitoring_off(report):
-    """Why nothing was watched in this report's process, or None when it was."""
+    """Why nothing was watched in this report's process, or None when something was (on, or stopped mid-run)."""
     m = (report.get("run") or {}).get("monitoring", "on")
-    return None if m == "on" else m
+    return None if m == "on" or m.startswith("stopped: ") else m
+
+
+def monitoring_stopped(report):
+    """Why monitoring stopped before this report's process ended ("stopped: WHY"), or None: its findings are from
+    before that, the rest of the run was not watched."""
+    m = (report.get("run") or {}).get("monitoring", "on")
+    return m if m.startswith("stopped: ") else None

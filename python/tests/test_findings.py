@@ -82,3 +82,8 @@ def test_monitoring(analyzed):
     assert findings.monitoring_off(report) is None
     report["run"]["monitoring"] = "off: no NVIDIA driver is loaded"
     assert findings.monitoring_off(report) == "off: no NVIDIA driver is loaded"
+    assert findings.monitoring_stopped(report) is None
+    # Stopped mid-run: something was watched, and the findings from before it count.
+    report["run"]["monitoring"] = "stopped: CUPTI finalized"
+    assert findings.monitoring_off(report) is None
+    assert findings.monitoring_stopped(report) == "stopped: CUPTI finalized"

@@ -173,3 +173,76 @@ TEST_F(Cli, RequireMonitoringInAnalyzeAndMerge) {
 }
 
 }  // namespace
+
+namespace {
+
+// A run whose monitoring stopped before the end (analysis/monitoring.h): its findings from before are kept and
+// reported, and it fails CI under --require-monitoring all the same (the rest of the run was not checked).
+TEST_F(Cli, MonitoringThatStoppedKeepsItsFindingsAndFailsRequireMonitoring) {
+  std::string text = slurp(kRecording);
+  const size_t at = text.find(" monitoring=on ");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 15, " monitoring=stopped%3A%20CUPTI%20finalized ");
+  const fs::path rec = dir_ / "stopped.rec", json = dir_ / "stopped.json", sarif = dir_ / "stopped.sarif";
+  std::ofstream(rec) << text;
+  Result r = asynccheck({"analyze", rec.string(), "--json=" + json.string(), "--sarif=" + sarif.string()});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  EXPECT_NE(r.err.find("asynccheck: monitoring stopped: CUPTI finalized; what the program did after that was not "
+                       "watched (the findings below are from before)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("[copy-async-pageable-h2d]"), std::string::npos) << "the findings are kept: " << r.err;
+  EXPECT_NE(slurp(json).find("\"monitoring\": \"stopped: CUPTI finalized\""), std::string::npos);
+  asynccheck::report::JsonValue v;
+  std::string error;
+  ASSERT_TRUE(asynccheck::report::parse_json(slurp(sarif), v, error)) << error;
+  const auto& run = v["runs"][0];
+  EXPECT_FALSE(run["invocations"][0]["executionSuccessful"].boolean());
+  EXPECT_EQ(run["invocations"][0]["toolExecutionNotifications"][0]["level"].string(), "error");
+  EXPECT_EQ(run["invocations"][0]["toolExecutionNotifications"][0]["message"]["text"].string(),
+            "monitoring stopped: CUPTI finalized; what the program did after that was not watched (the results "
+            "before it are kept)");
+  EXPECT_GT(run["results"].size(), 0u);
+  fs::copy_file(sarif, fs::path(ASYNCCHECK_BINARY_DIR) / "monitoring_stopped.sarif",
+                fs::copy_options::overwrite_existing);  // for the schema check (tests/cli/CMakeLists.txt)
+
+  const std::string stopped_line =
+      "asynccheck: ERROR: monitoring stopped before the program ended and require_monitoring is set: exit code 4";
+  r = asynccheck({"analyze", rec.string(), "--require-monitoring"});
+  EXPECT_EQ(r.code(), 4) << r.err;
+  EXPECT_NE(r.err.find(stopped_line), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(kRequiredLine), std::string::npos) << "not 'off': " << r.err;
+  // Read back from its JSON report by merge: the same state, the same code.
+  r = asynccheck({"merge", json.string(), "--require-monitoring"});
+  EXPECT_EQ(r.code(), 4) << r.err;
+  EXPECT_NE(r.err.find(stopped_line), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("monitoring stopped before the end in 1 of 1 process"), std::string::npos) << r.err;
+  EXPECT_EQ(asynccheck({"merge", json.string()}).code(), 0);
+}
+
+// A state that is none of on, off: WHY, stopped: WHY is refused, in a recording and in a report.
+TEST_F(Cli, AnUnknownMonitoringStateIsRefused) {
+  std::string text = slurp(kRecording);
+  const size_t at = text.find(" monitoring=on ");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 15, " monitoring=paused ");
+  const fs::path rec = dir_ / "paused.rec";
+  std::ofstream(rec) << text;
+  Result r = asynccheck({"analyze", rec.string()});
+  EXPECT_EQ(r.code(), 2) << r.err;
+  EXPECT_NE(r.err.find("field 'monitoring': 'paused' is not a monitoring state (valid: on, off: WHY, stopped: WHY)"),
+            std::string::npos)
+      << r.err;
+  const fs::path json = dir_ / "on.json", bad = dir_ / "paused.json";
+  ASSERT_EQ(asynccheck({"analyze", kRecording.string(), "--json=" + json.string()}).code(), 0);
+  std::string report = slurp(json);
+  const size_t m = report.find("\"monitoring\": \"on\"");
+  ASSERT_NE(m, std::string::npos);
+  report.replace(m, 18, "\"monitoring\": \"stopped: \"");
+  std::ofstream(bad) << report;
+  r = asynccheck({"merge", bad.string()});
+  EXPECT_EQ(r.code(), 2) << r.err;
+  EXPECT_NE(r.err.find("run.monitoring: 'stopped: ' is not a monitoring state"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -157,7 +157,31 @@ TEST(Sarif, IsOneRunOfVersion210WithTheSchemaAddress) {
   ASSERT_EQ(log["runs"].size(), 1u);
   const Value& driver = log["runs"][0]["tool"]["driver"];
   EXPECT_EQ(driver["name"].string(), "asynccheck");
-  EXPECT_FALSE(driver.has("informationUri"));  // we have no page of our own to point at
+}
+
+// SARIF 3.19.17: informationUri is an absolute URI. asynccheck has no web home: by default it is the README that
+// `cmake --install` puts in the doc directory, unless the configure step was given ASYNCCHECK_HOMEPAGE_URL.
+TEST(Sarif, InformationUriIsTheConfiguredHomePage) {
+  const std::string uri = Fixture().run()["tool"]["driver"]["informationUri"].string();
+  EXPECT_TRUE(std::regex_match(uri, std::regex("[A-Za-z][A-Za-z0-9+.-]*:[^ ]+"))) << uri;
+  const std::string override_url = ASYNCCHECK_HOMEPAGE_OVERRIDE;
+  if (!override_url.empty()) {
+    EXPECT_EQ(uri, override_url);
+    return;
+  }
+  EXPECT_EQ(uri, "file://" + std::string(ASYNCCHECK_INSTALL_DOCDIR) + "/README.md");
+  // ...which is where the install rule puts the README.
+  std::ifstream in(std::string(ASYNCCHECK_SOURCE_DIR) + "/CMakeLists.txt");
+  std::stringstream cmake;
+  cmake << in.rdbuf();
+  EXPECT_NE(cmake.str().find("install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})"), std::string::npos);
+}
+
+// Rules point at NVIDIA's pages (rules.def), absolute https addresses: a viewer can open them whatever the home page.
+TEST(Sarif, RuleHelpUrisAreAbsolute) {
+  const Value run = Fixture().run();
+  for (const Value& r : run["tool"]["driver"]["rules"].items())
+    EXPECT_TRUE(r["helpUri"].string().starts_with("https://")) << r["id"].string() << ": " << r["helpUri"].string();
 }
 
 // sarif.cpp hard-codes the version (no macro carries it): it must follow CMakeLists.txt's project() version.

@@ -27,7 +27,7 @@ for f in "$build"/corpus/*; do
   [ -f "$f" ] && put "corpus/$(basename "$f")"
 done
 put tests/samples/test_samples strip
-for t in test_cuda_exit_paths cuda_exit_paths test_threads threads_stress test_other_profilers; do
+for t in test_cuda_exit_paths cuda_exit_paths test_threads threads_stress test_other_profilers test_monitoring_stops monitoring_stops; do
   [ -e "$build/tests/robustness/$t" ] && put "tests/robustness/$t" strip
 done
 put bench/api_calls

@@ -12,7 +12,7 @@ scripts/gpu-samples-test.sh "$build" "$build/tests/samples/test_samples" || stat
 echo "== gpu.mpi_ranks"
 scripts/gpu-mpi-test.sh "$build" || status=1
 # The robustness tests of label gpu (tests/robustness): CUDA exit paths, fork/exec, threads, other profilers.
-for t in test_cuda_exit_paths test_threads test_other_profilers; do
+for t in test_cuda_exit_paths test_threads test_other_profilers test_monitoring_stops; do
   echo "== robust.gpu: $t"
   if [ ! -x "$build/tests/robustness/$t" ]; then
     echo "FAIL: $build/tests/robustness/$t is missing (build it, or carry it: scripts/gpu-carry.sh)"
@@ -21,4 +21,8 @@ for t in test_cuda_exit_paths test_threads test_other_profilers; do
   fi
   "$build/tests/robustness/$t" || status=1
 done
+echo "== python.gpu"
+scripts/gpu-python-test.sh "$build"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 77 ] && status=1
 exit $status

@@ -8,7 +8,7 @@ build=${1:-build}
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=$build/demo
 mkdir -p "$out"
-files="--format=json,sarif,trace --output=$out/seed000_answer.pageable --overwrite=1"
+files="--format=json,sarif,trace,html --output=$out/seed000_answer.pageable --overwrite=1"
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   echo "== seed 000's answer program, pageable memory (256 MiB): both cudaMemcpyAsync calls block the host"
   "$build/bin/asynccheck" $files -- "$build/samples/seed000_answer" pageable 268435456
@@ -28,5 +28,5 @@ else
   done
 fi
 echo
-echo "Report files of seed 000's pageable run: $out/seed000_answer.pageable.{json,sarif,trace.json}"
-echo "(open the .trace.json in https://ui.perfetto.dev or chrome://tracing)"
+echo "Report files of seed 000's pageable run: $out/seed000_answer.pageable.{json,sarif,trace.json,html}"
+echo "(open the .html in a browser, no network needed; the .trace.json in https://ui.perfetto.dev or chrome://tracing)"

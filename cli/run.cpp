@@ -27,31 +27,23 @@ namespace {
 // The library's options for the program under test: it captures and analyzes, and hands its analyzed run over; the
 // command reports. Streaming (bounded memory) unless the command is to draw a trace, which needs every event. What
 // the analysis judges with (thresholds, the capture range) must reach it: the hand-off is final.
-// `value` as ASYNCCHECK_OPTIONS reads it back whole: quoted when it holds a separator (a range "nvtx:train step", a path
-// with ':' or spaces; options.cpp for_each_item).
-std::string item_value(const std::string& value) {
-  if (value.find_first_of(": \t\n\"'") == std::string::npos) return value;
-  const char q = value.find('"') == std::string::npos ? '"' : '\'';
-  return q + value + q;
-}
-
 std::string child_options(const Options& o, const std::string& recording) {
   OutputFiles files;
   std::string error;
   output_files(o, files, error);
   std::ostringstream s;
   s << "threshold=" << o.threshold << "ns:cost_threshold=" << o.cost_threshold << "ns";
-  if (!o.capture_range.empty()) s << ":capture_range=" << item_value(o.capture_range);
+  if (!o.capture_range.empty()) s << ":capture_range=" << quoted_value(o.capture_range);
   s << ":activity_buffer_kb=" << o.activity_buffer_kb << ":device_buffers=" << o.device_buffers
     << ":device_buffer_kb=" << o.device_buffer_kb << ":signal_timeout=" << o.signal_timeout
     << ":compact=" << (o.compact && files.trace.empty()) << ":compact_round=" << o.compact_round
     << ":compact_backlog=" << o.compact_backlog << ":flush_period=" << o.flush_period << "ns"
-    << ":stats=" << o.stats << ":summary=0:handoff=" << item_value(recording);
+    << ":stats=" << o.stats << ":summary=0:handoff=" << quoted_value(recording);
   // The events themselves, written by the program's process as it runs (the command reports from the hand-off),
   // with their call sites resolved there, while the binaries are on disk, so that the recording replays anywhere.
   // Without one, the command resolves the sites.
   if (!o.save.empty()) {
-    s << ":save=" << item_value(o.save) << ":overwrite=" << o.overwrite << ":symbolize=" << o.symbolize;
+    s << ":save=" << quoted_value(o.save) << ":overwrite=" << o.overwrite << ":symbolize=" << o.symbolize;
   } else {
     s << ":symbolize=0";
   }

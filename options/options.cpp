@@ -261,6 +261,12 @@ bool for_each_item(std::string_view text, Item item, std::string* bad = nullptr,
 
 }  // namespace
 
+std::string quoted_value(std::string_view value) {
+  if (value.find_first_of(": \t\n\"'") == std::string_view::npos) return std::string(value);
+  const char q = value.find('"') == std::string_view::npos ? '"' : '\'';
+  return q + std::string(value) + q;
+}
+
 void parse_valid_items(std::string_view text, Options& opts) {
   const auto valid = [&](std::string_view item) {
     const size_t eq = item.find('=');

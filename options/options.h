@@ -40,6 +40,11 @@ OptionKind option_kind(std::string_view name);
 // `error` naming the problem and what would be valid; `opts` then keeps the items before the bad one.
 bool parse_options(std::string_view text, Options& opts, std::string& error);
 
+// `value` as an ASYNCCHECK_OPTIONS item's value that parse_options reads back whole: quoted when it holds ':', white
+// space or a quote (name="a:b c"; a value holding both quote characters cannot be given). For the command, which
+// passes its options to the library in that variable.
+std::string quoted_value(std::string_view value);
+
 // Every item of `text` that is valid on its own, the others skipped (no error): what a run whose options are bad
 // still honours of them (require_monitoring).
 void parse_valid_items(std::string_view text, Options& opts);

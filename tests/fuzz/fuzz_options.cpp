@@ -40,6 +40,19 @@ void check_Level(asynccheck::rules::Level l) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
 
+  // Quoting: any value without both quote characters is read back whole (the command passes paths and ranges so).
+  if (text.find('"') == std::string_view::npos || text.find('\'') == std::string_view::npos) {
+    asynccheck::Options quoted;
+    std::string why;
+    const std::string item = "save=" + asynccheck::quoted_value(text) + ":stats";
+    if (asynccheck::parse_options(item, quoted, why)) {
+      FUZZ_CHECK(quoted.save == text && quoted.stats, "quoted_value did not read back whole");
+    } else {
+      // Only a value the option itself refuses (a path too long, a control character): never a split one.
+      FUZZ_CHECK(why.find("quote") == std::string::npos, "quoted_value made a bad quote: %s", why.c_str());
+    }
+  }
+
   // The duration syntax on its own: what parses prints back to the same value.
   uint64_t ns = 0;
   if (asynccheck::parse_duration(text, ns)) check_Duration(ns);

@@ -59,6 +59,19 @@ TEST(Options, QuotedValuesKeepTheirSeparators) {
   EXPECT_NE(error.find("in ASYNCCHECK_OPTIONS quote it: capture_range=\"nvtx:NAME\""), std::string::npos) << error;
 }
 
+TEST(Options, QuotedValueReadsBackWhole) {
+  for (const std::string v : {"plain", "nvtx:train step", "/tmp/a:b c.rec", "say \"hi\"", "it's", "tab\there"}) {
+    Options o;
+    std::string error;
+    ASSERT_TRUE(parse_options("save=" + quoted_value(v) + ":stats", o, error)) << v << ": " << error;
+    EXPECT_EQ(o.save, v);
+    EXPECT_TRUE(o.stats);
+  }
+  EXPECT_EQ(quoted_value("plain"), "plain");
+  EXPECT_EQ(quoted_value("a b"), "\"a b\"");
+  EXPECT_EQ(quoted_value("say \"hi\" x"), "'say \"hi\" x'");
+}
+
 // A typo must not turn a CI job's gate off: the items after a badly quoted one still count (core.cpp).
 TEST(Options, ValidItemsAfterABadQuote) {
   for (const char* text : {"save=\"x\"y:require_monitoring=1", "save=\"x:require_monitoring=1",

@@ -1,8 +1,12 @@
 #include "report/trace_stream.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iostream>
 #include <ostream>
 #include <set>
 #include <unordered_map>
@@ -59,12 +63,12 @@ FindingDraw finding(Reader& r) {
 }  // namespace
 
 TraceStream::~TraceStream() {
-  if (file_) std::fclose(file_);
-  if (!path_.empty()) std::remove(path_.c_str());
+  if (!file_) return;
+  std::fclose(file_);
+  std::remove(path_.c_str());  // not closed: the trace was never written
 }
 
-bool TraceStream::open(const std::string& events, const std::vector<std::string>& api_names, EventSink* next,
-                       std::string& error) {
+bool TraceStream::open(const std::string& events, const std::vector<std::string>& api_names, std::string& error) {
   file_ = std::fopen(events.c_str(), "w+b");
   if (!file_) {
     error = "cannot write '" + events + "': " + std::strerror(errno);
@@ -72,7 +76,6 @@ bool TraceStream::open(const std::string& events, const std::vector<std::string>
   }
   path_ = events;
   api_names_ = api_names;
-  next_ = next;
   return true;
 }
 
@@ -141,7 +144,7 @@ void TraceStream::judged(const EventLog& window, const std::vector<Finding>& fin
 }
 
 void TraceStream::ops_released(const EventLog& window, const std::vector<char>& keep) {
-  if (std::find(keep.begin(), keep.end(), 0) == keep.end()) return;
+  if (!file_ || std::find(keep.begin(), keep.end(), 0) == keep.end()) return;
   // The call that enqueued each operation, by correlation id (a runtime call's or the driver call's it made): the
   // first in the window, as the whole log's trace takes the first in the log.
   std::unordered_map<uint64_t, size_t> call_by_corr;
@@ -210,6 +213,7 @@ void TraceStream::ops_released(const EventLog& window, const std::vector<char>& 
 }
 
 void TraceStream::calls_released(const EventLog& window, const std::vector<char>& keep) {
+  if (!file_) return;
   for (size_t i = 0; i < window.calls.size(); ++i) {
     if (keep[i]) continue;
     const ApiCall& c = window.calls[i];
@@ -253,10 +257,13 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
   const uint64_t host_pid = log.run.pid > 0 ? static_cast<uint64_t>(log.run.pid) : 1;
   const TrackTable tracks = make_tracks(host_pid, lanes_of_thread, lanes_of_group);
 
+  if (!file_ || std::fflush(file_) != 0 || std::ferror(file_)) {  // a full disk, as the run went
+    error = "the trace's events could not be written to '" + path_ + "'";
+    return false;
+  }
   Writer w(out, origin_);
   w.begin();
   w.metadata(log.run, host_pid, tracks);
-  std::fflush(file_);
   std::rewind(file_);
   Reader r{file_};
   uint64_t suppressed = 0;
@@ -351,7 +358,11 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
       r.ok = false;
     }
   }
-  if (!std::feof(file_)) {
+  const bool read = std::feof(file_);
+  std::fclose(file_);  // written once: the drawn events are no longer needed
+  file_ = nullptr;
+  std::remove(path_.c_str());
+  if (!read) {
     error = "the trace's events could not be read back from '" + path_ + "'";
     return false;
   }
@@ -366,6 +377,35 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
   n.overlap_tracks = tracks.overlap_tracks;
   w.other_data(log.run, n);
   return static_cast<bool>(out);
+}
+
+bool write_streamed_trace(TraceStream& stream, const std::string& path, bool overwrite, int pid, int64_t rank,
+                          const ReportData& data, std::string& error) {
+  if (path == kStdout) {  // after the program's own output, as the other reports (report.cpp: write_report)
+    const bool ok = stream.close(std::cout, data, error);
+    std::cout.flush();
+    return ok;
+  }
+  const std::string file = expand_path(path, pid, rank);
+  std::string tmp;
+  const int fd = open_beside(file, tmp, error);
+  if (fd < 0) return false;
+  ::close(fd);
+  bool ok;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    ok = stream.close(out, data, error);
+    out.flush();
+    if (ok && !out) {
+      error = "cannot write '" + file + "'";
+      ok = false;
+    }
+  }
+  if (!ok) {
+    unlink(tmp.c_str());
+    return false;
+  }
+  return move_into_place(tmp, file, overwrite, error);
 }
 
 }  // namespace asynccheck::report

@@ -28,9 +28,11 @@ class TraceStream : public EventSink, public ReleaseSink {
   TraceStream& operator=(const TraceStream&) = delete;
   ~TraceStream() override;
 
-  // `events`: the temporary file of drawn events (removed by close()). `api_names`: the watched APIs' names (calls
-  // are labelled as they are let go). `next`: where the events given to the analysis go as well (a recording).
-  bool open(const std::string& events, const std::vector<std::string>& api_names, EventSink* next, std::string& error);
+  // `events`: the temporary file of drawn events (removed when this is destroyed). `api_names`: the watched APIs'
+  // names (calls are labelled as they are let go).
+  bool open(const std::string& events, const std::vector<std::string>& api_names, std::string& error);
+  // Where the events given to the analysis go as well (a recording written as the run goes).
+  void chain(EventSink* next) { next_ = next; }
 
   // EventSink: the calls as the analysis is given them, in start order: each is placed on a lane of its thread.
   void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) override;
@@ -82,5 +84,10 @@ class TraceStream : public EventSink, public ReleaseSink {
   std::map<std::tuple<uint32_t, int, std::string>, uint32_t> keys_;
   uint64_t calls_ = 0, ops_ = 0, untimed_ = 0, findings_made_ = 0, flow_ids_ = 0;
 };
+
+// Writes `stream`'s trace to `path` (the trace option: %p and %r expanded; "-" for standard output), through a
+// temporary file beside it moved into place when complete.
+bool write_streamed_trace(TraceStream& stream, const std::string& path, bool overwrite, int pid, int64_t rank,
+                          const ReportData& data, std::string& error);
 
 }  // namespace asynccheck::report

@@ -75,7 +75,7 @@ std::string streamed_trace(const EventLog& log, int rounds, size_t chunk,
       (fs::temp_directory_path() / ("asynccheck-trace-events-" + std::to_string(getpid()))).string();
   TraceStream ts;
   std::string error;
-  EXPECT_TRUE(ts.open(events, log.api_names, nullptr, error)) << error;
+  EXPECT_TRUE(ts.open(events, log.api_names, error)) << error;
   StreamingOptions so;
   so.analysis = options_for(log);
   so.margin_ns = 200'000;

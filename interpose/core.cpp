@@ -734,6 +734,9 @@ void start(Origin origin) {
       // and will report; a second report of "nothing watched" would only compete with it for the same files.
       say("another copy of asynccheck already watches this process; this one (" + library_path() +
           ") stays out and writes no report");
+      delete g_trace;  // and its drawn events' file
+      g_trace = nullptr;
+      g_inputs->trace_stream = nullptr;
       return;
     }
     // One line per run (issue 22): not from a helper process (a pyenv shim's, a compiler driver's: its report, at

@@ -1,5 +1,6 @@
 #include "report/trace_stream.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,9 +70,15 @@ TraceStream::~TraceStream() {
 }
 
 bool TraceStream::open(const std::string& events, const std::vector<std::string>& api_names, std::string& error) {
-  file_ = std::fopen(events.c_str(), "w+b");
+  // A file of our own, never one that was there (another copy of the library in this process, a link).
+  const int fd = ::open(events.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) file_ = fdopen(fd, "w+b");
   if (!file_) {
     error = "cannot write '" + events + "': " + std::strerror(errno);
+    if (fd >= 0) {
+      ::close(fd);
+      std::remove(events.c_str());
+    }
     return false;
   }
   path_ = events;

@@ -202,3 +202,42 @@ TEST(TraceStream, ASuppressedSiteIsDrawnAsTheWholeLogDrawsIt) {
 
 }  // namespace
 }  // namespace asynccheck::report
+
+namespace asynccheck::report {
+namespace {
+
+// The drawn events' file is the stream's own: never one that was there (another copy of the library in the process
+// would lose its events), and gone once the trace is written, or when the stream ends without writing it.
+TEST(TraceStream, TheEventsFileIsItsOwnAndGoesAway) {
+  const fs::path events = fs::temp_directory_path() / ("asynccheck-events-" + std::to_string(getpid()));
+  std::string error;
+  {
+    std::ofstream(events) << "someone else's";
+    TraceStream ts;
+    EXPECT_FALSE(ts.open(events.string(), {}, error));
+    EXPECT_NE(error.find(events.string()), std::string::npos) << error;
+    std::ifstream in(events);
+    std::string kept;
+    std::getline(in, kept);
+    EXPECT_EQ(kept, "someone else's");
+    fs::remove(events);
+  }
+  {
+    TraceStream ts;
+    ASSERT_TRUE(ts.open(events.string(), {}, error)) << error;
+    EXPECT_TRUE(fs::exists(events));
+  }
+  EXPECT_FALSE(fs::exists(events)) << "not written: removed with the stream";
+  EventLog log;
+  const Analysis a;
+  const ReportData data = make_report(log, a);
+  TraceStream ts;
+  ASSERT_TRUE(ts.open(events.string(), {}, error)) << error;
+  std::ostringstream out;
+  ASSERT_TRUE(ts.close(out, data, error)) << error;
+  EXPECT_FALSE(fs::exists(events)) << "written: removed";
+  EXPECT_NE(out.str().find("\"otherData\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace asynccheck::report

@@ -143,6 +143,8 @@ class AnalysisFeed {
   // Every event given to the analysis from now on goes to `sink` too (null: none). Shed calls and the work dropped
   // with them (counted in the stats) do not.
   void set_sink(EventSink* sink) { sink_ = sink; }
+  // What the analysis lets go goes to `sink` (streaming.h: ReleaseSink; null: nowhere).
+  void set_release_sink(ReleaseSink* sink) { analysis_.set_release_sink(sink); }
 
  private:
   StreamingOptions options_;

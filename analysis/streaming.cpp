@@ -67,6 +67,7 @@ void StreamingAnalysis::advance(uint64_t horizon_ns) {
       earliest = std::min(earliest, window_.calls[i].start_ns);
     }
   }
+  if (release_) release_->judged(window_, findings);
   fold(findings);
   if (horizon_ns == UINT64_MAX) return;
   const AnalysisOptions& a = opt_.analysis;
@@ -116,6 +117,7 @@ void StreamingAnalysis::prune(uint64_t cutoff_ns) {
   before.for_each([&](uint64_t stream, size_t i) {
     if (live.contains(stream)) keep_op[i] = 1;
   });
+  if (release_) release_->ops_released(window_, keep_op);
   FlatMap<char>& producers = scratch_ids_;
   producers.clear();
   size_t out = 0;
@@ -132,9 +134,12 @@ void StreamingAnalysis::prune(uint64_t cutoff_ns) {
   };
   std::vector<char>& keep = scratch_keep_call_;
   keep.assign(window_.calls.size(), 0);
-  size_t kept = 0;
   for (size_t i = 0; i < window_.calls.size(); ++i) {
     keep[i] = !analyzer_->state(i).judged || enqueued_kept(window_.calls[i]);
+  }
+  if (release_) release_->calls_released(window_, keep);
+  size_t kept = 0;
+  for (size_t i = 0; i < window_.calls.size(); ++i) {
     if (!keep[i]) continue;
     if (kept != i) window_.calls[kept] = std::move(window_.calls[i]);
     ++kept;
@@ -184,6 +189,10 @@ void StreamingAnalysis::fold(std::vector<Finding>& findings) {
 
 StreamingAnalysis::Result StreamingAnalysis::finish() {
   advance(UINT64_MAX);
+  if (release_) {  // everything is judged: nothing is kept for later calls
+    release_->ops_released(window_, std::vector<char>(window_.ops.size(), 0));
+    release_->calls_released(window_, std::vector<char>(window_.calls.size(), 0));
+  }
   Result r;
   Analysis& counts = analyzer_->counts();
   r.analysis.not_observed = std::move(counts.not_observed);

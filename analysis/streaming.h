@@ -46,6 +46,20 @@ struct StreamingOptions {
   size_t samples_per_site = 64;  // findings kept whole per key (above); the report's exact medians need 64
 };
 
+// What the analysis lets go, as it lets it go: a trace written as the run goes (report/trace_stream.h) draws every
+// event without the analysis keeping them. Called on the analysis' thread, with the window as it is then.
+class ReleaseSink {
+ public:
+  virtual ~ReleaseSink() = default;
+  // A step's findings (on window.calls, their evidence on window.ops), before they are folded into their sites.
+  virtual void judged(const EventLog& window, const std::vector<Finding>& findings) = 0;
+  // The ops whose `keep` is 0 are let go; the calls that enqueued them are still in the window (a call is kept while
+  // its work is), and every finding that names them was made (they are kept while a call not judged may read them).
+  virtual void ops_released(const EventLog& window, const std::vector<char>& keep) = 0;
+  // The calls whose `keep` is 0 are let go (judged, and none of their work kept).
+  virtual void calls_released(const EventLog& window, const std::vector<char>& keep) = 0;
+};
+
 class StreamingAnalysis {
  public:
   StreamingAnalysis(const StreamingOptions& options, const rules::Environment& env);
@@ -63,6 +77,8 @@ class StreamingAnalysis {
   void advance(uint64_t horizon_ns);
 
   const EventLog& window() const { return window_; }
+  // Everything let go from now on is handed to `sink` too (null: none); finish() lets go of everything left.
+  void set_release_sink(ReleaseSink* sink) { release_ = sink; }
   uint64_t judged_calls() const { return judged_calls_; }
 
   // Judges everything left. `log`: the examples' calls and the GPU work they name, EventLog::carried the rest, run
@@ -79,6 +95,7 @@ class StreamingAnalysis {
   void prune(uint64_t cutoff_ns);
 
   StreamingOptions opt_;
+  ReleaseSink* release_ = nullptr;
   std::unique_ptr<Analyzer> analyzer_;
   EventLog window_;
   uint64_t described_until_ = 0;  // describe_before of the last step

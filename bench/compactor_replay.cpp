@@ -10,7 +10,9 @@
 // passed; a round adds the calls that ended and the GPU work that ended before it (what CUPTI's flush delivers),
 // then analyzes chunk by chunk to that horizon. Prints one RESULT line; with COMPACTOR_REPLAY_KEPT=1 in the
 // environment also what the result kept at the end, by API and whether it has a stack, and its first calls and operations;
-// with COMPACTOR_REPLAY_FLUSH_PERIOD_MS=N, rounds as with the capture's flush_period option (below).
+// with COMPACTOR_REPLAY_FLUSH_PERIOD_MS=N, rounds as with the capture's flush_period option (below); with
+// COMPACTOR_REPLAY_TRACE=FILE, the Chrome trace drawn as the analysis lets the events go (report/trace_stream.h) and
+// written to FILE at the end, as `--trace` does: its memory is in the RESULT's, and a TRACE line says its size.
 #include <malloc.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -26,6 +28,7 @@
 
 #include "analysis/feed.h"
 #include "analysis/recording.h"
+#include "report/trace_stream.h"
 
 using namespace asynccheck;
 
@@ -108,6 +111,16 @@ int main(int argc, char** argv) {
   std::vector<ApiCall> pending_calls;
   std::vector<GpuOp> pending_ops;  // generated, not yet ended before a round
   AnalysisFeed compactor(options, log.run.env, chunk);
+  const char* trace_path = std::getenv("COMPACTOR_REPLAY_TRACE");
+  report::TraceStream trace;
+  if (trace_path) {
+    if (!trace.open(std::string(trace_path) + ".events", log.api_names, error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 1;
+    }
+    compactor.set_sink(&trace);
+    compactor.set_release_sink(&trace);
+  }
   compactor.add(std::move(head), {}, log.marks, 0, 0);
   pending_ops = std::move(head_ops);
   const long base_kb = rss_kb();
@@ -184,7 +197,24 @@ int main(int argc, char** argv) {
     ++copy;
   }
   round(UINT64_MAX / 2);
-  const EventLog end = compactor.finish({}, {}, {}).log;
+  StreamingAnalysis::Result result = compactor.finish({}, {}, {});
+  const EventLog& end = result.log;
+  if (trace_path) {  // as the library's end does (core.cpp: emit_report)
+    result.log.run = log.run;
+    result.log.api_names = log.api_names;
+    result.log.stacks = log.stacks;
+    result.log.symbols = log.symbols;
+    result.log.nvtx_ranges = log.nvtx_ranges;
+    result.log.marks = log.marks;
+    const report::ReportData data = report::make_report(result.log, result.analysis);
+    if (!report::write_streamed_trace(trace, trace_path, true, 0, -1, data, error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 1;
+    }
+    peak_kb = std::max(peak_kb, rss_kb());
+    std::ifstream written(trace_path, std::ios::binary | std::ios::ate);
+    std::printf("TRACE bytes=%lld\n", static_cast<long long>(written.tellg()));
+  }
   if (std::getenv("COMPACTOR_REPLAY_KEPT") != nullptr) {  // what stays, by API, role and whether it has a stack
     std::map<std::string, size_t> kinds;
     for (const ApiCall& c : end.calls) {

@@ -236,6 +236,7 @@ bool start(const Options& options, std::string& error, std::string& warning) {
       std::lock_guard lock(g.central_mu);
       g.feed = std::make_unique<AnalysisFeed>(streaming, g.env, kChunkCalls, g.max_backlog);
       g.feed->set_sink(options.sink);
+      g.feed->set_release_sink(options.release_sink);
     }
     start_analysis_thread();
   }

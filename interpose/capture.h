@@ -25,8 +25,8 @@ uint64_t forced_flushes();
 struct Options {
   AnalysisOptions analysis;  // the thresholds the calls are judged with (the report's own)
   rules::Environment env;    // what the analysis describes calls with (lazy loading, CUDA_LAUNCH_BLOCKING)
-  // Analyze the calls as the run goes (analysis/streaming.h; bounded memory). Off, every event is kept and
-  // analyzed at finish() (a trace draws them all).
+  // Analyze the calls as the run goes (analysis/streaming.h; bounded memory). Off (compact=0), every event is kept
+  // and analyzed at finish().
   bool streaming = true;
   size_t round_calls = 16 * 1024;  // compact_round
   size_t max_backlog = 262'144;    // compact_backlog (0 = no limit)
@@ -39,6 +39,8 @@ struct Options {
   void (*on_first_call)() = nullptr;
   // With streaming: every event the analysis is given goes here too (a recording written as the run goes).
   EventSink* sink = nullptr;
+  // With streaming: what the analysis lets go goes here (a trace written as the run goes: report/trace_stream.h).
+  ReleaseSink* release_sink = nullptr;
 };
 
 // Subscribes to CUPTI and starts recording. On failure returns false with a one-line reason. `warning`: set when

@@ -38,6 +38,7 @@
 #include "report/recording_stream.h"
 #include "report/report.h"
 #include "report/symbolize.h"
+#include "report/trace_stream.h"
 
 namespace asynccheck::core {
 namespace {
@@ -51,6 +52,8 @@ Options* g_options = nullptr;  // leaked on purpose: used during exit
 RunInfo* g_run = nullptr;
 // The `save` recording, written as the run goes while the analysis streams; null otherwise (never destroyed).
 report::RecordingStream* g_recording = nullptr;
+// The `trace`, drawn as the analysis lets the events go while it streams; null otherwise (never destroyed).
+report::TraceStream* g_trace = nullptr;
 report::ReportInputs* g_inputs = nullptr;
 // The code the options ask the process to end with once its report is written (report/exit_code.h), or -1: the
 // program's own. Atomic: read by the async-signal-safe ends (_exit, quick_exit).
@@ -660,8 +663,8 @@ void start(Origin origin) {
   // Exit handlers run in reverse order of registration. The one registered at the first watched call runs
   // before the CUDA runtime's own teardown (registered during that call); the one registered now is the fallback
   // for a program that never finishes a watched call. The report is written once.
-  // Analyzed as the run goes, only the calls each site's report shows are kept: a trace draws every event, so
-  // with one every event is kept and analyzed at the end. A saved recording of a run analyzed as it went holds its
+  // Analyzed as the run goes, only the calls each site's report shows are kept: a trace draws every event as the
+  // analysis lets it go (report/trace_stream.h). A saved recording of a run analyzed as it went holds its
   // judgements (recording.h: analyzed) and reports the same at the same thresholds.
   OutputFiles files;
   output_files(*g_options, files, error);  // validated with the options
@@ -672,7 +675,7 @@ void start(Origin origin) {
   capture.analysis.profiler_range = range.kind == CaptureRange::Kind::ProfilerApi;
   capture.analysis.in_nvtx_range = nvtx_range_test(range, nvtx_ranges::range);
   capture.env = g_run->env;
-  capture.streaming = g_options->compact && files.trace.empty();
+  capture.streaming = g_options->compact;
   capture.round_calls = g_options->compact_round;
   capture.max_backlog = g_options->compact_backlog;
   capture.flush_period_ns = g_options->flush_period;
@@ -680,9 +683,28 @@ void start(Origin origin) {
   capture.device_buffers = g_options->device_buffers;
   capture.device_buffer_bytes = g_options->device_buffer_kb * 1024;
   capture.on_first_call = [] { std::atexit(report_at_exit); };
+  std::vector<std::string> api_names;
+  for (const cupti::ApiSpec& spec : cupti::watched_apis()) api_names.emplace_back(spec.name);
+  if (capture.streaming && !files.trace.empty()) {
+    // The drawn events wait beside the trace (in the temporary directory for standard output) until the end.
+    const char* tmpdir = std::getenv("TMPDIR");
+    const std::string beside = files.trace == kStdout
+                                   ? std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/asynccheck-trace"
+                                   : expand_path(files.trace, g_run->pid, g_run->rank);
+    g_trace = new report::TraceStream;
+    if (g_trace->open(beside + ".events." + std::to_string(g_run->pid), api_names, error)) {
+      capture.sink = g_trace;
+      capture.release_sink = g_trace;
+      g_inputs->trace_stream = g_trace;
+    } else {
+      // The trace is drawn as before the analysis streamed: from every event, kept to the end.
+      say("WARNING: " + error + "; every event is kept until the end for the trace");
+      delete g_trace;
+      g_trace = nullptr;
+      capture.streaming = false;
+    }
+  }
   if (capture.streaming && !g_options->save.empty()) {
-    std::vector<std::string> api_names;
-    for (const cupti::ApiSpec& spec : cupti::watched_apis()) api_names.emplace_back(spec.name);
     g_recording = new report::RecordingStream;
     const auto tables = [](std::vector<Stack>& stacks, std::vector<NvtxRange>& ranges) {
       stacks = interned_stacks();
@@ -695,7 +717,10 @@ void start(Origin origin) {
     run.complete = false;  // until the tail says otherwise: a recording cut short is incomplete
     if (g_recording->open(expand_path(g_options->save, g_run->pid, g_run->rank), g_options->overwrite, run, api_names,
                           tables, error)) {
-      capture.sink = g_recording;
+      if (g_trace)
+        g_trace->chain(g_recording);  // the events go on to the recording
+      else
+        capture.sink = g_recording;
     } else {
       say("ERROR: " + error + "; the events are not saved");
       delete g_recording;
@@ -709,6 +734,9 @@ void start(Origin origin) {
       // and will report; a second report of "nothing watched" would only compete with it for the same files.
       say("another copy of asynccheck already watches this process; this one (" + library_path() +
           ") stays out and writes no report");
+      delete g_trace;  // and its drawn events' file
+      g_trace = nullptr;
+      g_inputs->trace_stream = nullptr;
       return;
     }
     // One line per run (issue 22): not from a helper process (a pyenv shim's, a compiler driver's: its report, at

@@ -1,4 +1,5 @@
 #include "report/report.h"
+#include "report/trace_stream.h"
 #include "report/source_root.h"
 
 #include <fcntl.h>
@@ -378,7 +379,14 @@ Emitted write_report(ReportData& data, const Options& options, const ReportInput
   };
   if (!files.json.empty()) save(files.json, render(write_json));
   if (!files.sarif.empty()) save(files.sarif, render(write_sarif));
-  if (!files.trace.empty() && data.log && data.analysis) save(files.trace, render(write_trace));
+  if (!files.trace.empty() && inputs.trace_stream) {
+    if (!write_streamed_trace(*inputs.trace_stream, files.trace, options.overwrite, pid, rank, data, error)) {
+      say("ERROR: " + error);
+      result.write_failed = true;
+    }
+  } else if (!files.trace.empty() && data.log && data.analysis) {
+    save(files.trace, render(write_trace));
+  }
   if (!files.html.empty()) save(files.html, render(write_html));
   if (!options.save_baseline.empty()) save(options.save_baseline, baseline_text(data.rows));
   if (!options.summary) return result;

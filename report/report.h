@@ -221,10 +221,14 @@ ReportData make_report(const EventLog& log, const Analysis& analysis, const Site
 
 // What a report reads besides the events: suppressions and the baseline, loaded and checked before the program
 // starts, so that a bad file is an error up front rather than a surprise at exit.
+class TraceStream;
 struct ReportInputs {
   std::vector<SuppressionUse> suppressions;
   std::set<std::string> baseline;
   std::string baseline_path;
+  // The trace drawn as the run went (trace_stream.h): written from it, not from the log (which holds only what the
+  // report shows). Null: from the log.
+  TraceStream* trace_stream = nullptr;
 };
 
 // Loads the suppression and baseline files the options name and checks that every output path can be written

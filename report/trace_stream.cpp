@@ -1,0 +1,418 @@
+#include "report/trace_stream.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <ostream>
+#include <set>
+#include <unordered_map>
+
+namespace asynccheck::report {
+namespace {
+
+using namespace trace;
+
+// The temporary file: records of the events drawn, fields as 64-bit numbers and length-prefixed strings (it is read
+// back only by close(), by the same build).
+void put(std::FILE* f, uint64_t v) { std::fwrite(&v, sizeof v, 1, f); }
+void put(std::FILE* f, const std::string& s) {
+  put(f, s.size());
+  std::fwrite(s.data(), 1, s.size(), f);
+}
+
+struct Reader {
+  std::FILE* f;
+  bool ok = true;
+  uint64_t u() {
+    uint64_t v = 0;
+    ok = ok && std::fread(&v, sizeof v, 1, f) == 1;
+    return v;
+  }
+  std::string s() {
+    const uint64_t n = u();
+    std::string out(ok ? n : 0, '\0');
+    ok = ok && std::fread(out.data(), 1, out.size(), f) == out.size();
+    return out;
+  }
+};
+
+constexpr uint64_t kCall = 'C', kOp = 'O';
+
+void put(std::FILE* f, const FindingDraw& d) {
+  for (uint64_t v : {static_cast<uint64_t>(d.rule), static_cast<uint64_t>(d.level), d.held_ns, d.waited_ns, d.own_ns,
+                     d.gpu_delay_ns})
+    put(f, v);
+  put(f, d.evidence);
+}
+FindingDraw finding(Reader& r) {
+  FindingDraw d;
+  d.rule = static_cast<rules::RuleId>(r.u());
+  d.level = static_cast<rules::Level>(r.u());
+  d.held_ns = r.u();
+  d.waited_ns = r.u();
+  d.own_ns = r.u();
+  d.gpu_delay_ns = r.u();
+  d.evidence = r.s();
+  return d;
+}
+
+}  // namespace
+
+TraceStream::~TraceStream() {
+  if (!file_) return;
+  std::fclose(file_);
+  std::remove(path_.c_str());  // not closed: the trace was never written
+}
+
+bool TraceStream::open(const std::string& events, const std::vector<std::string>& api_names, std::string& error) {
+  // A file of our own, never one that was there (another copy of the library in this process, a link).
+  const int fd = ::open(events.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) file_ = fdopen(fd, "w+b");
+  if (!file_) {
+    error = "cannot write '" + events + "': " + std::strerror(errno);
+    if (fd >= 0) {
+      ::close(fd);
+      std::remove(events.c_str());
+    }
+    return false;
+  }
+  path_ = events;
+  api_names_ = api_names;
+  return true;
+}
+
+void TraceStream::see(uint64_t t) {
+  if (t == 0) return;
+  origin_ = any_time_ ? std::min(origin_, t) : t;
+  any_time_ = true;
+}
+
+std::string TraceStream::label(const ApiCall& c) const { return call_label(api_name(api_names_, c), c); }
+
+uint32_t TraceStream::key_of(const ApiCall& c, rules::RuleId rule) {
+  return keys_.try_emplace({c.stack, static_cast<int>(rule), api_name(api_names_, c)}, keys_.size()).first->second;
+}
+
+// In start order (the feed gives the analysis its calls so): lanes are placed as the whole log's trace places them.
+void TraceStream::write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
+  if (next_) next_->write(calls, ops);
+  std::vector<const ApiCall*> order;
+  for (const ApiCall& c : calls) order.push_back(&c);
+  auto key = [](const ApiCall* c) { return std::make_tuple(c->thread, c->start_ns, ~end_of(c->start_ns, c->end_ns)); };
+  std::stable_sort(order.begin(), order.end(), [&](const ApiCall* x, const ApiCall* y) { return key(x) < key(y); });
+  for (const ApiCall* c : order) {
+    Lanes& lanes = thread_lanes_.try_emplace(c->thread, true).first->second;
+    lane_of_[id_of(*c)] = lanes.place(c->start_ns, end_of(c->start_ns, c->end_ns));
+  }
+}
+
+// Each finding as the call will draw it, and what it says about the work it names (trace.cpp: index()), by the ops'
+// identity: the window's indices change as it is pruned.
+void TraceStream::judged(const EventLog& window, const std::vector<Finding>& findings) {
+  std::map<size_t, uint32_t> ordinal;  // call -> findings of it met so far
+  for (const Finding& f : findings) {
+    ++findings_made_;
+    if (f.below_threshold) continue;  // drawn as an ordinary call: a wait under the threshold
+    const ApiCall& c = window.calls[f.call];
+    const uint32_t key = key_of(c, f.rule);
+    const Order order{c.start_ns, c.correlation_id, ordinal[f.call]++};
+    findings_[id_of(c)].push_back({key, finding_draw(window, f)});
+    const Evidence& e = f.evidence;
+    auto op_at = [&](int64_t x) { return id_of(window.ops[static_cast<size_t>(x)]); };
+    if (f.rule == rules::RuleId::LegacyStreamSerialization) {
+      const std::string text = std::string(rules::rule(f.rule).id) + " by " + label(c);
+      const DelayDraw delay{f.rule, f.level, f.gpu_delay_ns, label(c), evidence_text(window, f)};
+      if (e.behind_op >= 0) delayed_[op_at(e.behind_op)].push_back({order, key, delay});
+      for (int64_t x : {e.op, e.behind_op}) {
+        if (x >= 0) notes_[op_at(x)].push_back({order, key, {NoteKind::Serialized, text}});
+      }
+      // Started late: its own operation (the first it enqueued) is the delayed one.
+      if (e.op >= 0 && e.op != e.behind_op) {
+        for (const GpuOp& op : window.ops) {
+          if (op.kind == GpuOpKind::Sync) continue;
+          if (op.correlation_id != c.correlation_id &&
+              (c.driver_correlation_id == 0 || op.correlation_id != c.driver_correlation_id))
+            continue;
+          delayed_[id_of(op)].push_back({order, key, delay});
+          notes_[id_of(op)].push_back({order, key, {NoteKind::Serialized, text}});
+          break;
+        }
+      }
+    } else {
+      if (e.op >= 0) notes_[op_at(e.op)].push_back({order, key, {NoteKind::Released, label(c)}});
+      if (e.behind_op >= 0) notes_[op_at(e.behind_op)].push_back({order, key, {NoteKind::HeldUp, label(c)}});
+    }
+  }
+}
+
+void TraceStream::ops_released(const EventLog& window, const std::vector<char>& keep) {
+  if (!file_ || std::find(keep.begin(), keep.end(), 0) == keep.end()) return;
+  // The call that enqueued each operation, by correlation id (a runtime call's or the driver call's it made): the
+  // first in the window, as the whole log's trace takes the first in the log.
+  std::unordered_map<uint64_t, size_t> call_by_corr;
+  for (size_t i = 0; i < window.calls.size(); ++i) {
+    call_by_corr.emplace(window.calls[i].correlation_id, i);
+    if (window.calls[i].driver_correlation_id != 0) call_by_corr.emplace(window.calls[i].driver_correlation_id, i);
+  }
+  for (size_t i = 0; i < window.ops.size(); ++i) {
+    if (keep[i]) continue;
+    const GpuOp& op = window.ops[i];
+    ++ops_;
+    auto n = notes_.extract(id_of(op));
+    auto d = delayed_.extract(id_of(op));
+    if (!timed(op)) {
+      ++untimed_;
+      continue;
+    }
+    see(op.start_ns);
+    const GpuGroup g = group_of(op);
+    const uint32_t lane =
+        group_lanes_.try_emplace(g, false).first->second.place(op.start_ns, end_of(op.start_ns, op.end_ns));
+    put(file_, kOp);
+    for (uint64_t v :
+         {uint64_t{g.device}, uint64_t{g.stream}, uint64_t{g.sync}, uint64_t{lane}, static_cast<uint64_t>(op.kind),
+          uint64_t{op.copy_kind}, uint64_t{op.src_kind}, uint64_t{op.dst_kind}, uint64_t{op.sync_type}, op.bytes,
+          op.start_ns, op.end_ns, op.correlation_id})
+      put(file_, v);
+    put(file_, op.name);
+    auto c = call_by_corr.find(op.correlation_id);
+    if (c == call_by_corr.end()) {
+      put(file_, std::string());
+      put(file_, uint64_t{0});
+    } else {
+      const ApiCall& call = window.calls[c->second];
+      put(file_, label(call));
+      const bool flow = op.kind != GpuOpKind::Sync;
+      put(file_, uint64_t{flow});
+      if (flow) {
+        auto l = lane_of_.find(id_of(call));
+        for (uint64_t v : {++flow_ids_, call.start_ns, end_of(call.start_ns, call.end_ns), uint64_t{call.thread},
+                           uint64_t{l == lane_of_.end() ? 0 : l->second}})
+          put(file_, v);
+      }
+    }
+    put(file_, n.empty() ? 0 : n.mapped().size());
+    if (!n.empty()) {
+      for (const Note& note : n.mapped()) {
+        for (uint64_t v : {std::get<0>(note.order), std::get<1>(note.order), uint64_t{std::get<2>(note.order)},
+                           uint64_t{note.key}, static_cast<uint64_t>(note.note.kind)})
+          put(file_, v);
+        put(file_, note.note.text);
+      }
+    }
+    put(file_, d.empty() ? 0 : d.mapped().size());
+    if (!d.empty()) {
+      for (const Delay& x : d.mapped()) {
+        for (uint64_t v :
+             {std::get<0>(x.order), std::get<1>(x.order), uint64_t{std::get<2>(x.order)}, uint64_t{x.key},
+              static_cast<uint64_t>(x.delay.rule), static_cast<uint64_t>(x.delay.level), x.delay.gpu_delay_ns})
+          put(file_, v);
+        put(file_, x.delay.call_label);
+        put(file_, x.delay.evidence);
+      }
+    }
+  }
+}
+
+void TraceStream::calls_released(const EventLog& window, const std::vector<char>& keep) {
+  if (!file_) return;
+  for (size_t i = 0; i < window.calls.size(); ++i) {
+    if (keep[i]) continue;
+    const ApiCall& c = window.calls[i];
+    ++calls_;
+    see(c.start_ns);
+    auto l = lane_of_.extract(id_of(c));
+    auto f = findings_.extract(id_of(c));
+    put(file_, kCall);
+    for (uint64_t v :
+         {uint64_t{l.empty() ? 0 : l.mapped()}, uint64_t{c.thread}, uint64_t{c.name}, c.start_ns, c.end_ns,
+          c.correlation_id, c.stream, c.call.bytes, static_cast<uint64_t>(c.result), uint64_t{c.nvtx_range}})
+      put(file_, v);
+    put(file_, f.empty() ? 0 : f.mapped().size());
+    if (!f.empty()) {
+      for (const auto& [key, draw] : f.mapped()) {
+        put(file_, uint64_t{key});
+        put(file_, draw);
+      }
+    }
+  }
+}
+
+bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& error) {
+  const EventLog& log = *data.log;
+  // Which sites a suppression hides, now that the stacks are symbolized.
+  std::vector<char> hidden(keys_.size(), 0);
+  const std::set<SiteKey> hide = suppressed_keys(data);
+  if (!hide.empty()) {
+    const std::vector<CallSite> sites = call_sites(log, kernel_names(log), data.library_patterns);
+    for (const auto& [site, key] : keys_) {
+      const auto& [stack, rule, api] = site;
+      hidden[key] = hide.count(site_key(sites, stack, static_cast<rules::RuleId>(rule), api)) != 0;
+    }
+  }
+  for (const Mark& m : log.marks) see(m.time_ns);
+  std::map<uint32_t, uint32_t> lanes_of_thread;
+  for (const Mark& m : log.marks) lanes_of_thread.emplace(m.thread, 1);
+  for (const auto& [thread, lanes] : thread_lanes_) lanes_of_thread[thread] = lanes.count();
+  std::map<GpuGroup, uint32_t> lanes_of_group;
+  for (const auto& [g, lanes] : group_lanes_) lanes_of_group[g] = lanes.count();
+  const uint64_t host_pid = log.run.pid > 0 ? static_cast<uint64_t>(log.run.pid) : 1;
+  const TrackTable tracks = make_tracks(host_pid, lanes_of_thread, lanes_of_group);
+
+  if (!file_ || std::fflush(file_) != 0 || std::ferror(file_)) {  // a full disk, as the run went
+    error = "the trace's events could not be written to '" + path_ + "'";
+    return false;
+  }
+  Writer w(out, origin_);
+  w.begin();
+  w.metadata(log.run, host_pid, tracks);
+  std::rewind(file_);
+  Reader r{file_};
+  uint64_t suppressed = 0;
+  for (uint64_t kind = r.u(); r.ok; kind = r.u()) {
+    if (kind == kCall) {
+      ApiCall c;
+      const uint32_t lane = static_cast<uint32_t>(r.u());
+      c.thread = static_cast<uint32_t>(r.u());
+      c.name = static_cast<uint16_t>(r.u());
+      c.start_ns = r.u();
+      c.end_ns = r.u();
+      c.correlation_id = r.u();
+      c.stream = r.u();
+      c.call.bytes = r.u();
+      c.result = static_cast<decltype(c.result)>(r.u());
+      c.nvtx_range = static_cast<uint32_t>(r.u());
+      std::vector<FindingDraw> shown;
+      std::string hidden_rule;
+      for (uint64_t k = r.u(); k > 0 && r.ok; --k) {
+        const uint64_t key = r.u();
+        FindingDraw d = finding(r);
+        if (key < hidden.size() && hidden[key]) {
+          ++suppressed;
+          if (hidden_rule.empty()) hidden_rule = rules::rule(d.rule).id;
+        } else {
+          shown.push_back(std::move(d));
+        }
+      }
+      w.call(log, c, host_pid, tracks.thread_tid.at(c.thread) + lane, shown, hidden_rule);
+    } else if (kind == kOp) {
+      GpuOp op;
+      GpuGroup g;
+      g.device = static_cast<uint32_t>(r.u());
+      g.stream = static_cast<uint32_t>(r.u());
+      g.sync = r.u() != 0;
+      const uint32_t lane = static_cast<uint32_t>(r.u());
+      op.device = g.device;
+      op.stream_id = g.stream;
+      op.kind = static_cast<GpuOpKind>(r.u());
+      op.copy_kind = static_cast<uint8_t>(r.u());
+      op.src_kind = static_cast<uint8_t>(r.u());
+      op.dst_kind = static_cast<uint8_t>(r.u());
+      op.sync_type = static_cast<uint8_t>(r.u());
+      op.bytes = r.u();
+      op.start_ns = r.u();
+      op.end_ns = r.u();
+      op.correlation_id = r.u();
+      op.name = r.s();
+      const std::string call = r.s();
+      FlowDraw flow;
+      const bool has_flow = r.u() != 0;
+      if (has_flow) {
+        flow.id = r.u();
+        flow.call_start = r.u();
+        flow.call_end = r.u();
+        const uint32_t thread = static_cast<uint32_t>(r.u());
+        flow.call_pid = host_pid;
+        flow.call_tid = tracks.thread_tid.at(thread) + r.u();
+      }
+      std::vector<std::pair<Order, NoteDraw>> notes;
+      for (uint64_t k = r.u(); k > 0 && r.ok; --k) {
+        Order order{r.u(), r.u(), 0};
+        std::get<2>(order) = static_cast<uint32_t>(r.u());
+        const uint64_t key = r.u();
+        NoteDraw note{static_cast<NoteKind>(r.u()), r.s()};
+        if (key < hidden.size() && hidden[key]) continue;
+        notes.emplace_back(order, std::move(note));
+      }
+      std::vector<std::pair<Order, DelayDraw>> delays;
+      for (uint64_t k = r.u(); k > 0 && r.ok; --k) {
+        Order order{r.u(), r.u(), 0};
+        std::get<2>(order) = static_cast<uint32_t>(r.u());
+        const uint64_t key = r.u();
+        DelayDraw d;
+        d.rule = static_cast<rules::RuleId>(r.u());
+        d.level = static_cast<rules::Level>(r.u());
+        d.gpu_delay_ns = r.u();
+        d.call_label = r.s();
+        d.evidence = r.s();
+        if (key < hidden.size() && hidden[key]) continue;
+        delays.emplace_back(order, std::move(d));
+      }
+      // In the order of the findings, each once (trace.cpp: delayed_).
+      std::stable_sort(delays.begin(), delays.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+      std::vector<DelayDraw> delayed;
+      for (size_t k = 0; k < delays.size(); ++k) {
+        if (k == 0 || delays[k].first != delays[k - 1].first) delayed.push_back(std::move(delays[k].second));
+      }
+      w.op(op, tracks.gpu[tracks.group_track.at(g) + lane], call, sorted_notes(std::move(notes)),
+           has_flow ? &flow : nullptr, delayed);
+    } else {
+      r.ok = false;
+    }
+  }
+  const bool read = std::feof(file_);
+  std::fclose(file_);  // written once: the drawn events are no longer needed
+  file_ = nullptr;
+  std::remove(path_.c_str());
+  if (!read) {
+    error = "the trace's events could not be read back from '" + path_ + "'";
+    return false;
+  }
+  for (const Mark& m : log.marks) w.mark(m, host_pid, tracks.thread_tid.at(m.thread));
+  w.end();
+  Writer::Counts n;
+  n.calls = calls_;
+  n.ops = ops_;
+  n.untimed_ops = untimed_;
+  n.findings = findings_made_;
+  n.suppressed = suppressed;
+  n.overlap_tracks = tracks.overlap_tracks;
+  w.other_data(log.run, n);
+  return static_cast<bool>(out);
+}
+
+bool write_streamed_trace(TraceStream& stream, const std::string& path, bool overwrite, int pid, int64_t rank,
+                          const ReportData& data, std::string& error) {
+  if (path == kStdout) {  // after the program's own output, as the other reports (report.cpp: write_report)
+    const bool ok = stream.close(std::cout, data, error);
+    std::cout.flush();
+    return ok;
+  }
+  const std::string file = expand_path(path, pid, rank);
+  std::string tmp;
+  const int fd = open_beside(file, tmp, error);
+  if (fd < 0) return false;
+  ::close(fd);
+  bool ok;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    ok = stream.close(out, data, error);
+    out.flush();
+    if (ok && !out) {
+      error = "cannot write '" + file + "'";
+      ok = false;
+    }
+  }
+  if (!ok) {
+    unlink(tmp.c_str());
+    return false;
+  }
+  return move_into_place(tmp, file, overwrite, error);
+}
+
+}  // namespace asynccheck::report

@@ -12,7 +12,11 @@
 // environment also what the result kept at the end, by API and whether it has a stack, and its first calls and operations;
 // with COMPACTOR_REPLAY_FLUSH_PERIOD_MS=N, rounds as with the capture's flush_period option (below); with
 // COMPACTOR_REPLAY_TRACE=FILE, the Chrome trace drawn as the analysis lets the events go (report/trace_stream.h) and
-// written to FILE at the end, as `--trace` does: its memory is in the RESULT's, and a TRACE line says its size.
+// written to FILE at the end, as `--trace` does: its memory is in the RESULT's, and a TRACE line says its size. With
+// COMPACTOR_REPLAY_LIVE=1, memory as in the capture: the rounds on a thread of their own (its own malloc arena), no
+// malloc_trim after them, the last round's calls left to finish() on the main thread, as the exiting thread does,
+// and rss_added_kb the process' peak resident memory (VmHWM, reset once the recording is read) over its start.
+// COMPACTOR_REPLAY_ROUND_CALLS=N: rounds of N calls (the capture's compact_round), chunks of CHUNK_CALLS.
 #include <malloc.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -21,6 +25,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <thread>
 #include <fstream>
 #include <map>
 #include <string>
@@ -39,6 +45,15 @@ double thread_cpu_s() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+long status_kb(const char* field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field, 0) == 0) return std::strtol(line.c_str() + std::strlen(field), nullptr, 10);
+  }
+  return 0;
 }
 
 long rss_kb() {
@@ -76,6 +91,8 @@ int main(int argc, char** argv) {
   options.analysis.threshold_ns = log.run.threshold_ns;
   options.margin_ns = (argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 10) * 1'000'000;
   const size_t chunk = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 16 * 1024;
+  const char* round_env = std::getenv("COMPACTOR_REPLAY_ROUND_CALLS");
+  const size_t round_calls = round_env ? std::strtoull(round_env, nullptr, 10) : chunk;
 
   // The steady part: calls [lo, hi), ops that start in their span.
   const size_t lo = log.calls.size() / 10, hi = log.calls.size() * 9 / 10;
@@ -110,6 +127,7 @@ int main(int argc, char** argv) {
   }
   std::vector<ApiCall> pending_calls;
   std::vector<GpuOp> pending_ops;  // generated, not yet ended before a round
+  const bool live = std::getenv("COMPACTOR_REPLAY_LIVE") != nullptr;
   AnalysisFeed compactor(options, log.run.env, chunk);
   const char* trace_path = std::getenv("COMPACTOR_REPLAY_TRACE");
   report::TraceStream trace;
@@ -123,6 +141,7 @@ int main(int argc, char** argv) {
   }
   compactor.add(std::move(head), {}, log.marks, 0, 0);
   pending_ops = std::move(head_ops);
+  if (live) std::ofstream("/proc/self/clear_refs") << "5";  // VmHWM from here on
   const long base_kb = rss_kb();
   long peak_kb = base_kb;
   uint64_t generated = lo, copy = 0, ops_generated = 0;
@@ -143,7 +162,12 @@ int main(int argc, char** argv) {
   std::vector<GpuOp> held;  // ended, not yet delivered
   auto round = [&](uint64_t now) {
     std::vector<ApiCall> calls;
-    std::swap(calls, pending_calls);
+    if (live) {  // as the capture takes them: a copy, the thread's buffer kept for the next round
+      calls.assign(pending_calls.begin(), pending_calls.end());
+      pending_calls.clear();
+    } else {
+      std::swap(calls, pending_calls);
+    }
     std::vector<GpuOp> ops;
     const bool forced =
         force_flush(now, records, period_ns, compactor.backlog_size(), kMaxBacklog) || now == UINT64_MAX / 2;
@@ -166,38 +190,49 @@ int main(int argc, char** argv) {
       if (period_ns != 0 && compactor.backlog_front_ns() >= horizon && compactor.backlog_size() <= behind) break;
       compactor.compact_chunk(horizon);
     }
-    malloc_trim(0);
+    if (!live) malloc_trim(0);
     compact_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     compact_cpu_s += thread_cpu_s() - cpu0;
     peak_kb = std::max(peak_kb, rss_kb());
     since_round = 0;
     last_round_t = now;
   };
-  while (generated < want) {
-    const uint64_t shift = copy * span;
-    const uint64_t corr_shift = copy * (max_corr + 1);
-    for (const GpuOp& op : period_ops) {
-      GpuOp o = op;
-      o.start_ns += shift;
-      o.end_ns += shift;
-      if (o.correlation_id != 0) o.correlation_id += corr_shift;
-      pending_ops.push_back(o);
-      ++ops_generated;
+  auto generate = [&] {
+    while (generated < want) {
+      const uint64_t shift = copy * span;
+      const uint64_t corr_shift = copy * (max_corr + 1);
+      for (const GpuOp& op : period_ops) {
+        GpuOp o = op;
+        o.start_ns += shift;
+        o.end_ns += shift;
+        if (o.correlation_id != 0) o.correlation_id += corr_shift;
+        pending_ops.push_back(o);
+        ++ops_generated;
+      }
+      for (size_t i = lo; i < hi && generated < want; ++i, ++generated) {
+        ApiCall c = log.calls[i];
+        c.start_ns += shift;
+        c.end_ns += shift;
+        c.correlation_id += corr_shift;
+        if (c.driver_correlation_id != 0) c.driver_correlation_id += corr_shift;
+        if (since_round >= round_calls || c.start_ns - last_round_t >= 100'000'000) round(c.start_ns);
+        pending_calls.push_back(c);
+        ++since_round;
+      }
+      ++copy;
     }
-    for (size_t i = lo; i < hi && generated < want; ++i, ++generated) {
-      ApiCall c = log.calls[i];
-      c.start_ns += shift;
-      c.end_ns += shift;
-      c.correlation_id += corr_shift;
-      if (c.driver_correlation_id != 0) c.driver_correlation_id += corr_shift;
-      if (since_round >= chunk || c.start_ns - last_round_t >= 100'000'000) round(c.start_ns);
-      pending_calls.push_back(c);
-      ++since_round;
-    }
-    ++copy;
+  };
+  StreamingAnalysis::Result result;
+  if (live) {
+    std::thread(generate).join();
+    pending_ops.insert(pending_ops.end(), held.begin(), held.end());
+    result = compactor.finish(std::move(pending_calls), std::move(pending_ops), log.marks);
+    peak_kb = std::max(peak_kb, status_kb("VmHWM:"));
+  } else {
+    generate();
+    round(UINT64_MAX / 2);
+    result = compactor.finish({}, {}, {});
   }
-  round(UINT64_MAX / 2);
-  StreamingAnalysis::Result result = compactor.finish({}, {}, {});
   const EventLog& end = result.log;
   if (trace_path) {  // as the library's end does (core.cpp: emit_report)
     result.log.run = log.run;

@@ -590,6 +590,8 @@ void Analyzer::retain(const std::vector<char>& keep) {
   described_ = described;
 }
 
+void Analyzer::release_index() { idx_ = std::make_unique<Index>(); }
+
 // Completes call `ci`'s description in program order: stream kinds from the streams created so far, whether it was
 // captured into a graph, event wait modes, stream-ordered pointers, first launches, memory kinds confirmed by the
 // activity records; and the stream its scope is measured on.

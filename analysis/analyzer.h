@@ -55,12 +55,14 @@ class Analyzer {
   void step(const EventLog& log, uint64_t describe_before, uint64_t judge_before, std::vector<Finding>& findings);
   // The window dropped calls: `keep[i]` says whether its call i stayed.
   void retain(const std::vector<char>& keep);
+  // Gives back the step's index (rebuilt by the next step).
+  void release_index();
 
   const CallState& state(size_t call) const { return calls_[call]; }
   size_t described() const { return described_; }
   Analysis& counts() { return counts_; }  // every count of Analysis; never its per-call vectors or findings
 
-  // Built over the window at each step (analyze.cpp), in the memory of the last.
+  // Built over the window at each step (analyze.cpp), in the memory of the last unless release_index() gave it back.
   struct Index;
 
  private:

@@ -6,7 +6,11 @@
 namespace asynccheck {
 
 void CorrelationIndex::build(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops, bool work_only) {
-  by_id_.clear(2 * calls.size());
+  // Sized to the ids it will hold (a runtime call's nested driver call often has the call's own id), at most half
+  // full: the table is as large as the window and chunk, so twice that room was megabytes held for nothing.
+  size_t ids = calls.size();
+  for (const ApiCall& c : calls) ids += c.driver_correlation_id != 0 && c.driver_correlation_id != c.correlation_id;
+  by_id_.clear(ids + 1);
   for (size_t i = 0; i < calls.size(); ++i) {  // in log order: the first call with an id keeps it
     by_id_.try_emplace(calls[i].correlation_id, static_cast<uint32_t>(i));
     if (calls[i].driver_correlation_id != 0)

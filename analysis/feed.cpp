@@ -270,6 +270,7 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   analysis_.add(std::move(calls), std::move(ops));
   release_untimed(false);
   analysis_.advance(std::min(horizon_ns, next));
+  if (backlog_calls_.empty()) analysis_.release_scratch();  // the round is done: see release_scratch()
   ++stats_.chunks;
   stats_.largest_chunk = std::max<uint64_t>(stats_.largest_chunk, k);
   const uint64_t ns = elapsed_ns(t0);

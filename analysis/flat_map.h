@@ -31,6 +31,13 @@ class FlatMap {
     size_ = 0;
   }
 
+  // Empties the table and gives its memory back.
+  void release() {
+    std::vector<Slot>().swap(slots_);
+    size_ = 0;
+    shift_ = 60;
+  }
+
   V* find(uint64_t key) {
     if (size_ == 0) return nullptr;
     for (size_t i = home(key);; i = next(i)) {

@@ -148,6 +148,15 @@ void StreamingAnalysis::prune(uint64_t cutoff_ns) {
   analyzer_->retain(keep);
 }
 
+void StreamingAnalysis::release_scratch() {
+  analyzer_->release_index();
+  scratch_ids_.release();
+  scratch_live_.release();
+  scratch_streams_.release();
+  std::vector<char>().swap(scratch_keep_op_);
+  std::vector<char>().swap(scratch_keep_call_);
+}
+
 // The op of the window that an example's evidence names, copied once into the result's ops.
 uint32_t StreamingAnalysis::keep_op(size_t window_op) {
   const GpuOp& op = window_.ops[window_op];

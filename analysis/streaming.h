@@ -76,6 +76,12 @@ class StreamingAnalysis {
   // Describes and judges what `horizon_ns` settles, then lets go of what no later call can read.
   void advance(uint64_t horizon_ns);
 
+  // Gives back what the steps rebuild each time (the index, the prune's tables), keeping the window. The feed calls
+  // it once a round's backlog is drained: held until the next round, that memory sat beside the round's own copies
+  // of its calls (taken, sorted, merged), and the heap grew into holes of sizes no later round fitted. A flood that
+  // keeps the backlog full keeps them from chunk to chunk.
+  void release_scratch();
+
   const EventLog& window() const { return window_; }
   // Everything let go from now on is handed to `sink` too (null: none); finish() lets go of everything left.
   void set_release_sink(ReleaseSink* sink) { release_ = sink; }

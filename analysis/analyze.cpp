@@ -401,7 +401,7 @@ class Judge {
       }
     }
     f.level = rules::rule(f.rule).level;
-    f.note = st(ci).note;
+    if (st(ci).note) f.note = *st(ci).note;
     findings_.push_back(std::move(f));
   }
 
@@ -685,9 +685,9 @@ void Analyzer::confirm_memory_kinds(size_t ci, rules::CallDescription& d, const 
     MemoryKind src = memory_kind_from_activity(op.src_kind), dst = memory_kind_from_activity(op.dst_kind);
     if ((src != MemoryKind::Unknown && src != d.src) || (dst != MemoryKind::Unknown && dst != d.dst)) {
       if ((d.src != MemoryKind::Unknown || d.dst != MemoryKind::Unknown) && !c.context_only) {
-        calls_[ci].note = "activity record says " + std::string(name_of(src)) + " -> " + std::string(name_of(dst)) +
-                          ", the call looked like " + std::string(name_of(d.src)) + " -> " +
-                          std::string(name_of(d.dst));
+        calls_[ci].note = std::make_unique<std::string>(
+            "activity record says " + std::string(name_of(src)) + " -> " + std::string(name_of(dst)) +
+            ", the call looked like " + std::string(name_of(d.src)) + " -> " + std::string(name_of(d.dst)));
         ++counts_.kind_disagreements;
       }
       if (src != MemoryKind::Unknown) d.src = src;

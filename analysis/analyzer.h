@@ -30,14 +30,16 @@ struct StreamAnchor {
 };
 
 // What the analysis knows of one call of the window once it is described.
+// One per call of the window and its chunk, held at the largest window's size: the small fields together after the
+// large ones, and the rare note out of line, so that it stays small.
 struct CallState {
   rules::CallDescription described;
+  StreamAnchor self;
+  StreamAnchor anchor;
+  std::unique_ptr<std::string> note;  // the activity record's memory kinds disagreed with the registry (rare)
   rules::Prediction predicted;
   uint32_t own_stream = UINT32_MAX;  // the CUPTI stream of its first work op
-  StreamAnchor self;
-  bool event_anchored = false;  // an event synchronize whose event was recorded: `anchor` is that record
-  StreamAnchor anchor;
-  std::string note;  // the activity record's memory kinds disagreed with the registry
+  bool event_anchored = false;       // an event synchronize whose event was recorded: `anchor` is that record
   bool is_described = false, judged = false;
   bool outside_range = false;  // made outside the capture range: counted, not judged
 };

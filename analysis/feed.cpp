@@ -10,13 +10,20 @@
 namespace asynccheck {
 namespace {
 
-// Moves [begin, until) out of `v`: the whole vector when that is all of it (the common case, no copy).
+// Moves [begin, until) out of `v`: the whole vector when that is all of it (no copy). Otherwise the smaller part
+// moves to a vector of its own: a round a little over a chunk (the common case: the threads append while a round
+// is taken) then copies its few last calls, not a chunk's worth beside the backlog that still holds them.
 template <typename T>
 std::vector<T> take_front(std::vector<T>& v, typename std::vector<T>::iterator until) {
   if (until == v.end()) return std::exchange(v, {});
-  std::vector<T> front(std::make_move_iterator(v.begin()), std::make_move_iterator(until));
-  v.erase(v.begin(), until);
-  return front;
+  if (until - v.begin() < v.end() - until) {
+    std::vector<T> front(std::make_move_iterator(v.begin()), std::make_move_iterator(until));
+    v.erase(v.begin(), until);
+    return front;
+  }
+  std::vector<T> rest(std::make_move_iterator(until), std::make_move_iterator(v.end()));
+  v.erase(until, v.end());
+  return std::exchange(v, std::move(rest));
 }
 
 bool by_start_call(const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -24,9 +25,18 @@ namespace fs = std::filesystem;
 namespace asynccheck::cli {
 namespace {
 
+// The trace path as the program's process is given it: absolute, because the process writes it at its end, after
+// the program may have changed directory; %p and %r stay for the process to expand; "-" is its standard output.
+std::string trace_path_for_child(const std::string& trace) {
+  return trace.empty() || trace == kStdout ? trace : fs::absolute(trace).lexically_normal().string();
+}
+
 // The library's options for the program under test: it captures and analyzes, and hands its analyzed run over; the
-// command reports. Streaming (bounded memory) unless the command is to draw a trace, which needs every event. What
-// the analysis judges with (thresholds, the capture range) must reach it: the hand-off is final.
+// command reports. What the analysis judges with (thresholds, the capture range) must reach it: the hand-off is final.
+// A trace is drawn by the program's process as its analysis lets the events go (report/trace_stream.h), so the
+// analysis streams (bounded memory) with or without one; the hand-off holds only what the other reports show, so the
+// process needs what decides the trace's suppressed findings as well: the suppressions, the library frames, the site
+// threshold and the source root, with the stacks resolved there (symbolize).
 std::string child_options(const Options& o, const std::string& recording) {
   OutputFiles files;
   std::string error;
@@ -35,19 +45,55 @@ std::string child_options(const Options& o, const std::string& recording) {
   s << "threshold=" << o.threshold << "ns:cost_threshold=" << o.cost_threshold << "ns";
   if (!o.capture_range.empty()) s << ":capture_range=" << quoted_value(o.capture_range);
   s << ":activity_buffer_kb=" << o.activity_buffer_kb << ":device_buffers=" << o.device_buffers
-    << ":device_buffer_kb=" << o.device_buffer_kb << ":signal_timeout=" << o.signal_timeout
-    << ":compact=" << (o.compact && files.trace.empty()) << ":compact_round=" << o.compact_round
-    << ":compact_backlog=" << o.compact_backlog << ":flush_period=" << o.flush_period << "ns"
+    << ":device_buffer_kb=" << o.device_buffer_kb << ":signal_timeout=" << o.signal_timeout << ":compact=" << o.compact
+    << ":compact_round=" << o.compact_round << ":compact_backlog=" << o.compact_backlog
+    << ":flush_period=" << o.flush_period << "ns"
     << ":stats=" << o.stats << ":summary=0:handoff=" << quoted_value(recording);
-  // The events themselves, written by the program's process as it runs (the command reports from the hand-off),
-  // with their call sites resolved there, while the binaries are on disk, so that the recording replays anywhere.
-  // Without one, the command resolves the sites.
-  if (!o.save.empty()) {
-    s << ":save=" << quoted_value(o.save) << ":overwrite=" << o.overwrite << ":symbolize=" << o.symbolize;
-  } else {
-    s << ":symbolize=0";
+  const bool trace = !files.trace.empty();
+  if (trace) {
+    s << ":trace=" << quoted_value(trace_path_for_child(files.trace)) << ":site_threshold=" << o.site_threshold << "ns";
+    // Files read at the process's start, before the program can change directory; still made absolute, as the
+    // source root is (read at the end), so that both name what they name in the command.
+    if (!o.suppressions.empty()) s << ":suppressions=" << quoted_value(fs::absolute(o.suppressions).string());
+    if (!o.library_frames.empty()) s << ":library_frames=" << quoted_value(o.library_frames);
+    if (!o.source_root.empty()) s << ":source_root=" << quoted_value(fs::absolute(o.source_root).string());
   }
+  if (trace || !o.save.empty()) s << ":overwrite=" << o.overwrite;
+  // The events themselves, written by the program's process as it runs (the command reports from the hand-off),
+  // with their call sites resolved there, while the binaries are on disk, so that the recording replays anywhere;
+  // likewise for a trace, whose suppressed findings are matched by function and file. Without either, the command
+  // resolves the sites.
+  if (!o.save.empty()) s << ":save=" << quoted_value(o.save);
+  s << ":symbolize=" << ((trace || !o.save.empty()) && o.symbolize);
   return s.str();
+}
+
+// The options the command reports with: the program's process wrote the recording and the trace (child_options);
+// the command writes the other reports from the hand-off. --format/--output are replaced by the paths they give.
+Options command_report_options(const Options& o) {
+  Options r = o;
+  OutputFiles files;
+  std::string error;
+  output_files(o, files, error);  // checked with the command line
+  r.save.clear();
+  r.format.clear();
+  r.output.clear();
+  r.json = files.json;
+  r.sarif = files.sarif;
+  r.html = files.html;
+  r.trace.clear();
+  return r;
+}
+
+// Whether the program's process wrote its trace (`trace`, the option's path) for the process of `log`: a file there,
+// changed since the program started (an old one stays with overwrite=1 when the write failed). The process said why
+// it could not; the command's exit code must not hide it. Standard output cannot be checked.
+bool trace_written(const std::string& trace, const EventLog& log, fs::file_time_type since) {
+  if (trace.empty() || trace == kStdout) return true;
+  std::error_code ec;
+  const fs::path path = expand_path(trace_path_for_child(trace), log.run.pid, log.run.rank);
+  const fs::file_time_type written = fs::last_write_time(path, ec);
+  return !ec && written >= since;
 }
 
 // The library is looked for from the command's own path, never from the environment, so that a command always
@@ -91,6 +137,11 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
                        "' holds ':' or white space, which the program's process cannot be "
                        "given (ASYNCCHECK_OPTIONS separates options by them); choose a path without them");
   }
+  if (cli.opts.trace.find('"') != std::string::npos && cli.opts.trace.find('\'') != std::string::npos) {
+    return usage_error("option 'trace': '" + cli.opts.trace +
+                       "' holds both quote characters, which the program's process cannot be given "
+                       "(ASYNCCHECK_OPTIONS quotes a value with one of them); choose a path without one");
+  }
   report::ReportInputs inputs;
   if (!report::prepare_report(cli.opts, static_cast<int>(getpid()), process_rank(), inputs, error))
     return usage_error(error);
@@ -106,6 +157,9 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   char tmpl[] = "/tmp/asynccheck.XXXXXX";
   if (!mkdtemp(tmpl)) return usage_error(std::string("cannot create a temporary directory: ") + std::strerror(errno));
   const std::string dir = tmpl;
+  // Before the program starts, less the coarseness of file times (the kernel stamps a file with a clock that can lag
+  // a fine one by a tick): a trace written by the run is newer than this.
+  const fs::file_time_type started = fs::file_time_type::clock::now() - std::chrono::seconds(1);
   pid_t pid = fork();
   if (pid == 0) {
     const char* old = getenv("LD_PRELOAD");
@@ -130,16 +184,23 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   std::vector<fs::path> recordings;
   for (const auto& entry : fs::directory_iterator(dir)) recordings.push_back(entry.path());
   std::sort(recordings.begin(), recordings.end());  // one report per process, in pid order
+  const Options report_options = command_report_options(cli.opts);
+  OutputFiles files;
+  output_files(cli.opts, files, error);
+  const std::string& trace = files.trace;
   for (const fs::path& path : recordings) {
     EventLog log;
     if (!read_log(path, log, error)) {
       std::cerr << "asynccheck: ERROR: " << report::printable(error) << "\n";
       continue;
     }
-    Options report_options = cli.opts;
-    report_options.save.clear();  // the program's process wrote it
     const report::Emitted emitted = report::emit(log, nullptr, report_options, inputs);
     write_failed |= emitted.write_failed;
+    if (!trace_written(trace, log, started)) {
+      std::cerr << "asynccheck: ERROR: the trace of process " << log.run.pid
+                << " was not written (its error is above)\n";
+      write_failed = true;
+    }
     const int code = exit_code_for(emitted, cli);
     // Monitoring off in one process outweighs findings in another: part of the program went unchecked.
     if (code >= 0 && override_code != report::kMonitoringOffExitCode) override_code = code;

@@ -287,6 +287,53 @@ TEST_F(Cli, LibraryOptionsReachTheProgram) {
   EXPECT_NE(ranged.out.find(":capture_range=\"nvtx:train step\":"), std::string::npos) << ranged.out;
 }
 
+// --trace: the program's process draws the trace as its analysis lets the events go (the analysis keeps
+// streaming, compact=1) and writes it; the command writes the other reports from the hand-off and not the trace
+// again (a second write of the same file would fail: it exists, overwrite=0). Without a GPU the library fails open
+// and still writes a trace (with no events), which is what is checked here.
+TEST_F(Cli, TheProgramsProcessWritesTheTrace) {
+  // A path with the separator and a space: quoted in ASYNCCHECK_OPTIONS, made absolute (the process writes it at
+  // its end, wherever the program went), with what decides its suppressed findings.
+  fs::create_directories(dir_ / "a b:c");
+  std::ofstream(dir_ / "s.supp") << "*:nothing.cu\n";
+  const std::string trace = (dir_ / "a b:c" / "t.json").string();
+  const std::string json = (dir_ / "r.json").string();
+  Result r = asynccheck({"--trace=" + trace, "--json=" + json, "--suppressions=" + (dir_ / "s.supp").string(),
+                         "--library-frames=libfoo", "--", "/bin/bash", "-c", "echo \"$ASYNCCHECK_OPTIONS\"; cd /"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  EXPECT_EQ(r.err.find("asynccheck: ERROR"), std::string::npos) << r.err;
+  const std::vector<std::string> wanted = {
+      ":compact=1:", ":trace=\"" + trace + "\":", ":suppressions=" + (dir_ / "s.supp").string() + ":",
+      ":library_frames=libfoo:", ":symbolize=1"};
+  for (const std::string& want : wanted) {
+    EXPECT_NE((":" + r.out).find(want), std::string::npos) << want << " in " << r.out;
+  }
+  EXPECT_NE(slurp(trace).find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(slurp(json).find("\"sites\""), std::string::npos) << slurp(json);
+  // Its drawn events' file went away with it.
+  for (const auto& e : fs::directory_iterator(dir_ / "a b:c")) EXPECT_EQ(e.path().filename(), "t.json");
+
+  // --format=trace under --output is the same trace; the command writes the other formats.
+  const std::string stem = (dir_ / "stem").string();
+  r = asynccheck({"--format=json,trace", "--output=" + stem, "--", "/bin/bash", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  EXPECT_NE(r.out.find(":trace=" + stem + ".trace.json:"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(stem + ".trace.json").find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(slurp(stem + ".json").find("\"sites\""), std::string::npos);
+
+  // Without a trace the process resolves no stacks and gets none of the trace's options.
+  r = asynccheck({"--", "/bin/bash", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});
+  EXPECT_EQ(r.out.find("trace="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(":symbolize=0"), std::string::npos) << r.out;
+
+  // A trace the process could not write (the program removed its directory) fails the command as any report does.
+  fs::create_directories(dir_ / "gone");
+  r = asynccheck({"--trace=" + (dir_ / "gone" / "t.json").string(), "--", "/bin/bash", "-c",
+                  "rm -r '" + (dir_ / "gone").string() + "'; true"});
+  EXPECT_EQ(r.code(), 1) << r.err;
+  EXPECT_NE(r.err.find("was not written"), std::string::npos) << r.err;
+}
+
 // Raw LD_PRELOAD use: a bad option is printed, the program still runs with its own exit code, and the report
 // says monitoring was off.
 TEST_F(Cli, PreloadWithBadOptionsFailsOpen) {

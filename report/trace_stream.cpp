@@ -64,9 +64,7 @@ FindingDraw finding(Reader& r) {
 }  // namespace
 
 TraceStream::~TraceStream() {
-  if (!file_) return;
-  std::fclose(file_);
-  std::remove(path_.c_str());  // not closed: the trace was never written
+  if (file_) std::fclose(file_);  // not closed: the trace was never written
 }
 
 bool TraceStream::open(const std::string& events, const std::vector<std::string>& api_names, std::string& error) {
@@ -81,6 +79,10 @@ bool TraceStream::open(const std::string& events, const std::vector<std::string>
     }
     return false;
   }
+  // Unlinked at once, read back through the open file: nothing is left behind by a process that never reaches its
+  // report (a crash, SIGKILL, a helper that writes none), and a program exec'd without a fork (`sh -c prog`: the same
+  // pid) finds no file of the shell's in its way.
+  ::unlink(events.c_str());
   path_ = events;
   api_names_ = api_names;
   return true;
@@ -368,7 +370,6 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
   const bool read = std::feof(file_);
   std::fclose(file_);  // written once: the drawn events are no longer needed
   file_ = nullptr;
-  std::remove(path_.c_str());
   if (!read) {
     error = "the trace's events could not be read back from '" + path_ + "'";
     return false;

@@ -28,7 +28,7 @@ class TraceStream : public EventSink, public ReleaseSink {
   TraceStream& operator=(const TraceStream&) = delete;
   ~TraceStream() override;
 
-  // `events`: the temporary file of drawn events (removed when this is destroyed). `api_names`: the watched APIs'
+  // `events`: the temporary file of drawn events (made anew, unlinked at once, read back through the open file). `api_names`: the watched APIs'
   // names (calls are labelled as they are let go).
   bool open(const std::string& events, const std::vector<std::string>& api_names, std::string& error);
   // Where the events given to the analysis go as well (a recording written as the run goes).

@@ -321,6 +321,17 @@ TEST_F(Cli, TheProgramsProcessWritesTheTrace) {
   EXPECT_NE(slurp(stem + ".trace.json").find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(slurp(stem + ".json").find("\"sites\""), std::string::npos);
 
+  // A program exec'd without a fork (the same pid) draws its trace afresh: the shell's events file, made under the
+  // same name, was unlinked as soon as it was made.
+  const std::string exec_trace = (dir_ / "exec.json").string();
+  r = asynccheck({"--trace=" + exec_trace, "--", "/bin/bash", "-c", "exec /bin/bash -c true"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  EXPECT_EQ(r.err.find("WARNING"), std::string::npos) << r.err;
+  EXPECT_NE(slurp(exec_trace).find("\"traceEvents\""), std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().find(".events."), std::string::npos) << e.path();
+  }
+
   // Without a trace the process resolves no stacks and gets none of the trace's options.
   r = asynccheck({"--", "/bin/bash", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});
   EXPECT_EQ(r.out.find("trace="), std::string::npos) << r.out;

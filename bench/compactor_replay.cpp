@@ -7,7 +7,8 @@
 //   RECORDING: an uncompacted recording (asynccheck --compact=0 --save=FILE -- ./bench/api_calls 1000000 1)
 //   MARGIN_MS: 10 by default, as in the capture; CHUNK_CALLS: 16384 by default, as compact_round and the chunks
 // Rounds happen as in the capture: when CHUNK_CALLS calls are pending or 100 ms of the recording's time have
-// passed; a round adds the calls that ended and the GPU work that ended before it (what CUPTI's flush delivers),
+// passed; a round adds the calls that ended (thread after thread, as the capture takes the threads' buffers) and the
+// GPU work that ended before it (what CUPTI's flush delivers, in the recording's order),
 // then analyzes chunk by chunk to that horizon. Prints one RESULT line; with COMPACTOR_REPLAY_KEPT=1 in the
 // environment also what the result kept at the end, by API and whether it has a stack, and its first calls and operations;
 // with COMPACTOR_REPLAY_FLUSH_PERIOD_MS=N, rounds as with the capture's flush_period option (below); with
@@ -168,12 +169,15 @@ int main(int argc, char** argv) {
     } else {
       std::swap(calls, pending_calls);
     }
+    // As the capture takes them: each thread's buffer after the other's (each in the order its calls returned).
+    std::stable_sort(calls.begin(), calls.end(),
+                     [](const ApiCall& a, const ApiCall& b) { return a.thread < b.thread; });
     std::vector<GpuOp> ops;
     const bool forced =
         force_flush(now, records, period_ns, compactor.backlog_size(), kMaxBacklog) || now == UINT64_MAX / 2;
     if (!forced) std::swap(ops, held);  // what ended before the previous round
     auto ended =
-        std::partition(pending_ops.begin(), pending_ops.end(), [&](const GpuOp& op) { return op.end_ns < now; });
+        std::stable_partition(pending_ops.begin(), pending_ops.end(), [&](const GpuOp& op) { return op.end_ns < now; });
     held.insert(held.end(), pending_ops.begin(), ended);
     pending_ops.erase(pending_ops.begin(), ended);
     if (forced) {

@@ -94,10 +94,54 @@ bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_
 }
 
 void AnalysisFeed::count_shed(uint64_t calls, uint64_t lost) {
+  std::lock_guard lock(mu_);
+  count_shed_locked(calls, lost);
+}
+
+void AnalysisFeed::count_shed_locked(uint64_t calls, uint64_t lost) {
   stats_.shed_calls += calls;
   stats_.lost_calls += lost;
-  analysis_.count_unanalyzed(calls, 0);
+  unanalyzed_calls_ += calls;
   if (lost != 0) complete_ = false;
+}
+
+// What the collecting side counted, to the analysis: with a chunk, and at the end.
+void AnalysisFeed::hand_over_counts() {
+  if (marks_new_) analysis_.set_marks(marks_);
+  marks_new_ = false;
+  analysis_.count_unanalyzed(std::exchange(unanalyzed_calls_, 0), std::exchange(unanalyzed_ops_, 0));
+}
+
+uint64_t AnalysisFeed::backlog_front_ns() const {
+  std::lock_guard lock(mu_);
+  return backlog_calls_.empty() ? std::numeric_limits<uint64_t>::max() : backlog_calls_.front().start_ns;
+}
+
+size_t AnalysisFeed::backlog_size() const {
+  std::lock_guard lock(mu_);
+  return backlog_calls_.size();
+}
+
+void AnalysisFeed::count_round_times(uint64_t flush_ns, uint64_t take_ns) {
+  std::lock_guard lock(mu_);
+  stats_.flush_ns += flush_ns;
+  stats_.take_ns += take_ns;
+}
+
+FeedStats AnalysisFeed::stats() const {
+  std::lock_guard lock(mu_);
+  std::lock_guard alock(analysis_mu_);
+  FeedStats s = stats_;
+  const FeedStats& c = chunk_stats_;
+  s.chunks = c.chunks;
+  s.largest_chunk = c.largest_chunk;
+  s.compact_ns = c.compact_ns;
+  s.longest_chunk_ns = c.longest_chunk_ns;
+  s.kept_calls = c.kept_calls;
+  s.kept_ops = c.kept_ops;
+  s.compacted_calls = c.compacted_calls;
+  s.peak_window_calls = c.peak_window_calls;
+  return s;
 }
 
 // Removes, among the oldest calls of the backlog down to `down_to` calls, those `drop` picks; returns how many, for
@@ -124,7 +168,7 @@ void AnalysisFeed::shed() {
     if (backlog_ops_.size() > max_backlog_) drop_orphan_work();
     return;
   }
-  count_shed(shed_oldest(max_backlog_ / 2, [&](const ApiCall& c) {
+  count_shed_locked(shed_oldest(max_backlog_ / 2, [&](const ApiCall& c) {
     // A launch's function is remembered either way: the first launch of one stays and makes the next sheddable.
     const bool launched_before = c.call.api == rules::ApiKind::KernelLaunch && !launched_.insert(c.function).second;
     return sheddable(c, launched_before, options_.analysis.threshold_ns);
@@ -141,20 +185,24 @@ void AnalysisFeed::shed() {
 // calls, and a set's node per id was that many allocations a round on the analysis thread.
 void AnalysisFeed::drop_orphan_work() {
   std::vector<uint64_t> ids;
-  ids.reserve(2 * (analysis_.window().calls.size() + backlog_calls_.size()));
-  for (const std::vector<ApiCall>* calls :
-       {&analysis_.window().calls, static_cast<const std::vector<ApiCall>*>(&backlog_calls_)}) {
-    for (const ApiCall& c : *calls) {
+  auto add_ids = [&](const std::vector<ApiCall>& calls) {
+    for (const ApiCall& c : calls) {
       ids.push_back(c.correlation_id);
       if (c.driver_correlation_id != 0) ids.push_back(c.driver_correlation_id);
     }
+  };
+  {
+    std::lock_guard alock(analysis_mu_);  // a chunk in the analysis holds it (its calls are in neither place else)
+    ids.reserve(2 * (analysis_.window().calls.size() + backlog_calls_.size()));
+    add_ids(analysis_.window().calls);
   }
+  add_ids(backlog_calls_);
   std::sort(ids.begin(), ids.end());
   size_t kept = 0;
   for (size_t i = 0; i < backlog_ops_.size(); ++i) {
     GpuOp& op = backlog_ops_[i];
     if (op.start_ns < calls_before_ns_ && !std::binary_search(ids.begin(), ids.end(), op.correlation_id)) {
-      analysis_.count_unanalyzed(0, 1);
+      ++unanalyzed_ops_;
       ++stats_.dropped_ops;
       continue;
     }
@@ -169,39 +217,53 @@ void AnalysisFeed::drop_orphan_work() {
 // the orphans (drop_orphan_work). What stays is every call that held the host or may block (those have stacks) and
 // every call later descriptions read; what is lost is evidence about the shed part's work.
 void AnalysisFeed::shed_hard() {
-  count_shed(shed_oldest(max_backlog_ / 2,
-                         [&](const ApiCall& c) { return sheddable_hard(c, options_.analysis.threshold_ns); }));
+  count_shed_locked(shed_oldest(max_backlog_ / 2,
+                                [&](const ApiCall& c) { return sheddable_hard(c, options_.analysis.threshold_ns); }));
 }
 
 // Bounded memory whatever the program does (many threads flooding us with legacy-stream launches, or calls that
 // each held the host a little): what is lost may be findings, so the log says it is incomplete.
 void AnalysisFeed::lose() {
   const size_t lost = shed_oldest(kLoseAtShares / 2 * max_backlog_, [](const ApiCall&) { return true; });
-  count_shed(lost, /*lost=*/lost);
+  count_shed_locked(lost, /*lost=*/lost);
 }
 
 void AnalysisFeed::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks,
                        uint64_t delivered_ns, uint64_t calls_before_ns) {
   const auto t0 = std::chrono::steady_clock::now();
-  ++stats_.rounds;
-  calls_before_ns_ = std::max(calls_before_ns_, calls_before_ns);
+  // The collecting side's own work, outside the locks: the records horizon, and the round sorted (merge_into then
+  // finds it so).
   awaited_.add_calls(calls);
   awaited_.add_records(ops);
+  uint64_t late = 0, latest_late_ns = 0;
   for (const GpuOp& op : ops) {
     if (op.start_ns != 0 && op.end_ns < last_delivered_ns_) {  // CUPTI gives 0 for records it could not time
-      ++stats_.late_ops;
-      stats_.latest_late_ns = std::max(stats_.latest_late_ns, last_delivered_ns_ - op.end_ns);
+      ++late;
+      latest_late_ns = std::max(latest_late_ns, last_delivered_ns_ - op.end_ns);
     }
   }
   last_delivered_ns_ = std::max(last_delivered_ns_, delivered_ns);
-  for (auto& [op, rounds] : untimed_) ++rounds;
+  std::vector<GpuOp> untimed;
   if (std::any_of(ops.begin(), ops.end(), untimed_op)) {  // rare: no pass that moves every op otherwise
-    const auto untimed = std::stable_partition(ops.begin(), ops.end(), [](const GpuOp& op) { return !untimed_op(op); });
-    for (auto it = untimed; it != ops.end(); ++it) untimed_.emplace_back(std::move(*it), 0);
-    ops.erase(untimed, ops.end());
+    const auto from = std::stable_partition(ops.begin(), ops.end(), [](const GpuOp& op) { return !untimed_op(op); });
+    untimed.assign(std::make_move_iterator(from), std::make_move_iterator(ops.end()));
+    ops.erase(from, ops.end());
   }
-  release_untimed(false);
-  analysis_.set_marks(std::move(marks));
+  sort_by(calls, by_start_call);
+  sort_by(ops, by_start_op);
+  std::lock_guard lock(mu_);
+  ++stats_.rounds;
+  stats_.late_ops += late;
+  stats_.latest_late_ns = std::max(stats_.latest_late_ns, latest_late_ns);
+  calls_before_ns_ = std::max(calls_before_ns_, calls_before_ns);
+  for (auto& [op, rounds] : untimed_) ++rounds;
+  for (GpuOp& op : untimed) untimed_.emplace_back(std::move(op), 0);
+  if (!untimed_.empty()) {
+    std::lock_guard alock(analysis_mu_);
+    release_untimed(false);
+  }
+  marks_ = std::move(marks);
+  marks_new_ = true;
   merge_into(backlog_calls_, std::move(calls), by_start_call);
   merge_into(backlog_ops_, std::move(ops), by_start_op);
   stats_.peak_backlog = std::max<uint64_t>(stats_.peak_backlog, backlog_calls_.size());
@@ -211,6 +273,7 @@ void AnalysisFeed::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::
 
 uint64_t AnalysisFeed::records_before(uint64_t flushed_ns, uint64_t forced_ns) {
   const uint64_t before = awaited_.before(flushed_ns, forced_ns);
+  std::lock_guard lock(mu_);
   stats_.awaited_records = awaited_.awaited();
   stats_.overdue_records = awaited_.overdue();
   return before;
@@ -266,6 +329,7 @@ void AnalysisFeed::release_untimed(bool all) {
 // analysis, so that call's start bounds the horizon too.
 void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock lock(mu_);
   const size_t k = std::min(chunk_calls_, backlog_calls_.size());
   const uint64_t next = k < backlog_calls_.size() ? backlog_calls_[k].start_ns : UINT64_MAX;
   std::vector<ApiCall> calls = take_front(backlog_calls_, backlog_calls_.begin() + static_cast<std::ptrdiff_t>(k));
@@ -273,33 +337,43 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   // work). The window keeps work until every call that may read it was judged (streaming.h).
   std::vector<GpuOp> ops = std::exchange(backlog_ops_, {});
   remember_launches(calls);
+  // The chunk is in the analysis before the backlog is let go: the collecting side never sees its calls in neither.
+  std::lock_guard alock(analysis_mu_);
+  hand_over_counts();
   if (sink_) sink_->write(calls, ops);
   analysis_.add(std::move(calls), std::move(ops));
   release_untimed(false);
+  const bool drained = backlog_calls_.empty();
+  lock.unlock();
   analysis_.advance(std::min(horizon_ns, next));
-  if (backlog_calls_.empty()) analysis_.release_scratch();  // the round is done: see release_scratch()
-  ++stats_.chunks;
-  stats_.largest_chunk = std::max<uint64_t>(stats_.largest_chunk, k);
+  if (drained) analysis_.release_scratch();  // the round is done: see release_scratch()
+  FeedStats& st = chunk_stats_;
+  ++st.chunks;
+  st.largest_chunk = std::max<uint64_t>(st.largest_chunk, k);
   const uint64_t ns = elapsed_ns(t0);
-  stats_.compact_ns += ns;
-  stats_.longest_chunk_ns = std::max(stats_.longest_chunk_ns, ns);
-  stats_.kept_calls = analysis_.window().calls.size();
-  stats_.kept_ops = analysis_.window().ops.size();
-  stats_.compacted_calls = analysis_.judged_calls();
-  stats_.peak_window_calls = std::max(stats_.peak_window_calls, stats_.kept_calls);
+  st.compact_ns += ns;
+  st.longest_chunk_ns = std::max(st.longest_chunk_ns, ns);
+  st.kept_calls = analysis_.window().calls.size();
+  st.kept_ops = analysis_.window().ops.size();
+  st.compacted_calls = analysis_.judged_calls();
+  st.peak_window_calls = std::max(st.peak_window_calls, st.kept_calls);
 }
 
 StreamingAnalysis::Result AnalysisFeed::finish(std::vector<ApiCall> calls, std::vector<GpuOp> ops,
                                                std::vector<Mark> marks) {
+  std::lock_guard lock(mu_);
+  std::lock_guard alock(analysis_mu_);
   merge_into(backlog_calls_, std::move(calls), by_start_call);
   merge_into(backlog_ops_, std::move(ops), by_start_op);
-  analysis_.set_marks(std::move(marks));
+  marks_ = std::move(marks);
+  marks_new_ = true;
+  hand_over_counts();
   if (sink_) sink_->write(backlog_calls_, backlog_ops_);
   analysis_.add(std::exchange(backlog_calls_, {}), std::exchange(backlog_ops_, {}));
   release_untimed(true);
   StreamingAnalysis::Result r = analysis_.finish();
-  stats_.kept_calls = r.log.calls.size();
-  stats_.kept_ops = r.log.ops.size();
+  chunk_stats_.kept_calls = r.log.calls.size();
+  chunk_stats_.kept_ops = r.log.ops.size();
   r.log.run.unanalyzed_calls = stats_.shed_calls;
   r.log.run.complete = complete_;
   r.log.run.threshold_ns = options_.analysis.threshold_ns;

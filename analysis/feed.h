@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <unordered_set>
 #include <vector>
 
@@ -99,6 +100,10 @@ class EventSink {
   virtual void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) = 0;
 };
 
+// Two threads may use one feed at once: one collects (add, count_shed, count_round_times, records_before, and the
+// backlog's queries), the other analyzes (compact_chunk), so that a flood's rounds are taken and sorted while the
+// last one is analyzed. finish() once neither runs. The backlog and the analysis have a lock each, taken in that order;
+// a chunk holds the backlog's only while it moves its calls into the analysis, never while the analysis advances.
 class AnalysisFeed {
  public:
   // Each chunk moves at most `chunk_calls` calls into the analysis: its temporary memory is a few
@@ -116,12 +121,10 @@ class AnalysisFeed {
   // (flush_period).
   void add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,
            uint64_t calls_before_ns);
-  bool has_backlog() const { return !backlog_calls_.empty(); }
+  bool has_backlog() const { return backlog_size() != 0; }
   // When the backlog's oldest call started (UINT64_MAX when empty).
-  uint64_t backlog_front_ns() const {
-    return backlog_calls_.empty() ? std::numeric_limits<uint64_t>::max() : backlog_calls_.front().start_ns;
-  }
-  size_t backlog_size() const { return backlog_calls_.size(); }
+  uint64_t backlog_front_ns() const;
+  size_t backlog_size() const;
   // How far the activity records are complete, as the calls show, after a flush at `flushed_ns` (the last forced
   // one at `forced_ns`): analysis/awaited_records.h. So that ordinary flushes, which hand over only buffers whose
   // records are all complete, in any order, are enough to analyze: forced ones grow CUPTI's device-buffer pool
@@ -139,20 +142,39 @@ class AnalysisFeed {
   // run.unanalyzed_calls says how many were shed, run.complete whether calls were lost.
   StreamingAnalysis::Result finish(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks);
 
-  FeedStats& stats() { return stats_; }
+  FeedStats stats() const;
+  // The capture's own part of a round (FeedStats::flush_ns, take_ns).
+  void count_round_times(uint64_t flush_ns, uint64_t take_ns);
   // Every event given to the analysis from now on goes to `sink` too (null: none). Shed calls and the work dropped
   // with them (counted in the stats) do not.
-  void set_sink(EventSink* sink) { sink_ = sink; }
+  void set_sink(EventSink* sink) {
+    std::lock_guard lock(analysis_mu_);
+    sink_ = sink;
+  }
   // What the analysis lets go goes to `sink` (streaming.h: ReleaseSink; null: nowhere).
-  void set_release_sink(ReleaseSink* sink) { analysis_.set_release_sink(sink); }
+  void set_release_sink(ReleaseSink* sink) {
+    std::lock_guard lock(analysis_mu_);
+    analysis_.set_release_sink(sink);
+  }
 
  private:
   StreamingOptions options_;
   size_t chunk_calls_;
-  StreamingAnalysis analysis_;          // has everything that started before backlog_calls_' first call
+  // The analysis' side, under analysis_mu_: the analysis, where its events also go, and its stats (chunks, kept).
+  mutable std::mutex analysis_mu_;
+  StreamingAnalysis analysis_;  // has everything that started before backlog_calls_' first call
+  EventSink* sink_ = nullptr;
+  FeedStats chunk_stats_;
+  // The backlog's side, under mu_ (taken before analysis_mu_ when both are). What the collecting thread counted for
+  // the analysis (marks, calls and work not analyzed) waits here for the next chunk to hand it over.
+  mutable std::mutex mu_;
   bool complete_ = true;                // false once calls were lost (lose())
   std::vector<ApiCall> backlog_calls_;  // added, not yet analyzed, sorted by start
   std::vector<GpuOp> backlog_ops_;
+  std::vector<Mark> marks_;
+  bool marks_new_ = false;
+  uint64_t unanalyzed_calls_ = 0, unanalyzed_ops_ = 0;
+  void hand_over_counts();  // both locks held
   // Bounded memory when the program makes calls faster than one thread can analyze them (many threads launching
   // flat out): the oldest half of the backlog loses its sheddable() calls, which are counted (carried.calls and
   // run.unanalyzed_calls) but not analyzed. What may change: evidence that would have named a shed call's work by
@@ -162,6 +184,8 @@ class AnalysisFeed {
   // no call left enqueued (also when only the capture shed calls and their work piles up past the limit).
   // The last level: calls no other level may shed still come faster than they are analyzed; the oldest beyond
   // kLoseAtShares / 2 times the limit go, whatever they are (counted, stats' lost_calls, the log incomplete).
+  // Under mu_.
+  void count_shed_locked(uint64_t calls, uint64_t lost = 0);
   void shed();
   void shed_hard();
   void lose();
@@ -175,16 +199,16 @@ class AnalysisFeed {
   // wait for its record forever (kept in every round: 1.19M calls after 24 minutes of a run with untimed work).
   // It waits here instead until its call is in the analysis, at most kUntimedRounds rounds (a call shed or not
   // watched never comes); `second` counts the rounds it waited.
-  void release_untimed(bool all);
+  void release_untimed(bool all);  // both locks held
   static constexpr uint32_t kUntimedRounds = 16;
   std::vector<std::pair<GpuOp, uint32_t>> untimed_;
 
   size_t max_backlog_;
   std::unordered_set<uint64_t> launched_;  // kernel functions launched so far, in start order
-  FeedStats stats_;
-  EventSink* sink_ = nullptr;
-  uint64_t last_delivered_ns_ = 0;
+  FeedStats stats_;                        // the collecting side's
   uint64_t calls_before_ns_ = 0;
+  // The collecting thread's alone (add, records_before): no lock.
+  uint64_t last_delivered_ns_ = 0;
   AwaitedRecords awaited_;
 };
 

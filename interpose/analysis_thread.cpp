@@ -1,6 +1,8 @@
-// The analysis thread: each round it takes what the program's threads captured and the GPU work CUPTI delivered,
-// feeds the streaming analysis (analysis/feed.h) and advances it a chunk at a time. It decides when a round starts,
-// when CUPTI is flushed by force, and when to take the threads' buffers again rather than analyze on.
+// The analysis threads: one collects (each round it takes what the program's threads captured and the GPU work CUPTI
+// delivered, and adds it to the feed's backlog: analysis/feed.h), the other analyzes (it moves the backlog into the
+// streaming analysis a chunk at a time and advances it). Apart, a flood's rounds are taken, sorted and added while
+// the last ones are judged: on one thread, each waited for the other, and 8 threads launching flat out outran both.
+// The collector decides when a round starts and when CUPTI is flushed by force.
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -32,11 +34,7 @@ struct Horizons {
 // Moves what every thread captured, and the GPU work decoded so far, into the backlog.
 Horizons take_from_threads(Global& g) {
   const uint64_t now = cupti::timestamp();
-  size_t backlog = 0;
-  if (g.flush_period_ns != 0) {
-    std::lock_guard lock(g.central_mu);
-    backlog = g.feed->backlog_size();
-  }
+  const size_t backlog = g.flush_period_ns != 0 ? g.feed->backlog_size() : 0;
   const bool forced = force_flush(now, g.records_ns, g.flush_period_ns, backlog, g.max_backlog);
   const auto t0 = std::chrono::steady_clock::now();
   cupti::flush_activity(forced);
@@ -89,10 +87,8 @@ Horizons take_from_threads(Global& g) {
     if (keep && t->spare.capacity() < taken.capacity()) t->spare.swap(taken);
   }
   const auto t2 = std::chrono::steady_clock::now();
-  std::lock_guard lock(g.central_mu);
-  FeedStats& st = g.feed->stats();
-  st.flush_ns += static_cast<uint64_t>(std::chrono::nanoseconds(t1 - t0).count());
-  st.take_ns += static_cast<uint64_t>(std::chrono::nanoseconds(t2 - t1).count());
+  g.feed->count_round_times(static_cast<uint64_t>(std::chrono::nanoseconds(t1 - t0).count()),
+                            static_cast<uint64_t>(std::chrono::nanoseconds(t2 - t1).count()));
   g.feed->add(std::move(calls), std::move(ops), std::move(marks), g.last_forced_ns, horizon);
   g.feed->count_shed(shed, lost);
   g.records_ns = g.feed->records_before(now, g.last_forced_ns);
@@ -106,15 +102,17 @@ size_t pending_calls(Global& g) {
   return n;
 }
 
-void analysis_loop() {
+// Leaves a loop: the last thread out tells stop_analysis_thread().
+void leave(Global& g) {
+  std::lock_guard lock(g.stop_mu);
+  --g.running;
+  g.stop_cv.notify_all();
+}
+
+void collect_loop() {
   Global& g = global();
   auto last = std::chrono::steady_clock::now();
-  auto last_trim = last;
-  bool behind = false;       // the last round stopped because the threads got a round ahead: take again at once
-  bool fell_behind = false;  // the backlog grew past two rounds since the last malloc_trim
-  // With flush_period the backlog holds what came since the records horizon (at worst since the last forced flush):
-  // behind only past the size that forces one.
-  const size_t behind_at = asynccheck::behind_at(g.flush_period_ns, g.round_calls, g.max_backlog);
+  bool behind = false;  // the threads got a round ahead while the last one was taken: take again at once
   std::unique_lock lock(g.stop_mu);
   while (!g.stop) {
     if (!behind && g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop; })) break;
@@ -124,51 +122,56 @@ void analysis_loop() {
     if (now - last >= kRoundInterval || pending_calls(g) >= g.round_calls) {
       last = now;
       const Horizons h = take_from_threads(g);
-      const uint64_t horizon = std::min(h.calls, h.records);
-      bool drained = false;
-      // Chunk by chunk, looking for stop() in between: finish() waits for one chunk at most.
-      for (bool first = true;; first = false) {
-        {
-          std::lock_guard sl(g.stop_mu);
-          if (g.stop) break;
-        }
-        // The threads got a round ahead: after at least one chunk, take their calls first, so that their buffers
-        // stay small (the backlog has a limit, compact_backlog, and sheds past it).
-        if (!first && pending_calls(g) >= g.round_calls) {
-          behind = true;
-          break;
-        }
-        std::lock_guard cl(g.central_mu);
-        if (first && g.feed->backlog_size() > behind_at) fell_behind = true;
-        if (!g.feed->has_backlog()) {
-          drained = true;
-          break;
-        }
-        // With flush_period, what started after the horizon waits in the backlog, rather than in the analysis'
-        // window where every chunk would judge it again until the records it waits for come; drained as far as it
-        // can be.
-        // Not past behind_at: a horizon held back by a call in flight (or a thread we could not lock) must not
-        // make the backlog shed, so the chunks go on into the analysis, as without a period.
-        if (g.flush_period_ns != 0 && g.feed->backlog_front_ns() >= horizon && g.feed->backlog_size() <= behind_at) {
-          drained = true;
-          break;
-        }
-        g.feed->compact_chunk(horizon);
-      }
-      // After a flood, the chunks' temporaries leave holes in the heap that glibc keeps: give them back, at most
-      // once a second. Not in a program the analysis keeps up with (its heap stays the same size: RSS at 10M
-      // calls measured the same with and without trimming), because malloc_trim locks every arena in turn, the
-      // program's own included: a Python thread that allocates waits for it to walk a heap of gigabytes.
-      if (fell_behind && now - last_trim >= std::chrono::seconds(1)) {
-        malloc_trim(0);
-        last_trim = now;
-        fell_behind = !drained;
-      }
+      g.horizon_ns.store(std::min(h.calls, h.records), std::memory_order_release);
+      behind = pending_calls(g) >= g.round_calls;
+      lock.lock();
+      ++g.rounds_taken;
+      g.stop_cv.notify_all();  // the analyzer waits for a round
+      lock.unlock();
     }
     lock.lock();
   }
-  g.stopped = true;
-  g.stop_cv.notify_all();
+  lock.unlock();
+  leave(g);
+}
+
+void analyze_loop() {
+  Global& g = global();
+  auto last_trim = std::chrono::steady_clock::now();
+  bool fell_behind = false;  // the backlog grew past two rounds since the last malloc_trim
+  // With flush_period the backlog holds what came since the records horizon (at worst since the last forced flush):
+  // behind only past the size that forces one.
+  const size_t behind_at = asynccheck::behind_at(g.flush_period_ns, g.round_calls, g.max_backlog);
+  std::unique_lock lock(g.stop_mu);
+  while (!g.stop) {
+    const uint64_t round = g.rounds_taken;  // before the backlog is looked at: a round added after it wakes us
+    lock.unlock();
+    const uint64_t horizon = g.horizon_ns.load(std::memory_order_acquire);
+    const size_t backlog = g.feed->backlog_size();
+    if (backlog > behind_at) fell_behind = true;
+    // With flush_period, what started after the horizon waits in the backlog, rather than in the analysis' window
+    // where every chunk would judge it again until the records it waits for come; drained as far as it can be.
+    // Not past behind_at: a horizon held back by a call in flight (or a thread we could not lock) must not make the
+    // backlog shed, so the chunks go on into the analysis, as without a period.
+    const bool drained =
+        backlog == 0 || (g.flush_period_ns != 0 && g.feed->backlog_front_ns() >= horizon && backlog <= behind_at);
+    if (!drained) g.feed->compact_chunk(horizon);
+    // After a flood, the chunks' temporaries leave holes in the heap that glibc keeps: give them back, at most
+    // once a second. Not in a program the analysis keeps up with (its heap stays the same size: RSS at 10M
+    // calls measured the same with and without trimming), because malloc_trim locks every arena in turn, the
+    // program's own included: a Python thread that allocates waits for it to walk a heap of gigabytes.
+    const auto now = std::chrono::steady_clock::now();
+    if (fell_behind && now - last_trim >= std::chrono::seconds(1)) {
+      malloc_trim(0);
+      last_trim = now;
+      fell_behind = !drained;
+    }
+    lock.lock();
+    // Drained: nothing to do until the next round.
+    if (drained) g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop || g.rounds_taken != round; });
+  }
+  lock.unlock();
+  leave(g);
 }
 
 }  // namespace
@@ -178,7 +181,13 @@ void start_analysis_thread() {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  std::thread(analysis_loop).detach();  // detached: finish() waits for it with a deadline, never joins
+  {
+    std::lock_guard lock(global().stop_mu);
+    global().running = 2;
+  }
+  // Detached: finish() waits for them with a deadline, never joins.
+  std::thread(collect_loop).detach();
+  std::thread(analyze_loop).detach();
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
@@ -188,11 +197,16 @@ bool stop_analysis_thread(std::chrono::milliseconds deadline) {
   std::unique_lock lock(g.stop_mu);
   g.stop = true;
   g.stop_cv.notify_all();
-  return g.stop_cv.wait_for(lock, deadline, [&] { return g.stopped; });
+  return g.stop_cv.wait_for(lock, deadline, [&] { return g.running == 0; });
 }
 
 Stats stats() {
   Global& g = global();
+  {
+    // A thread that did not stop (finish() gave up on it) may hold the feed's locks for good.
+    std::lock_guard lock(g.stop_mu);
+    if (g.running != 0) return {};
+  }
   if (!lock_within(g.central_mu)) return {};
   std::lock_guard lock(g.central_mu, std::adopt_lock);
   return g.feed ? g.feed->stats() : Stats{};

@@ -1,6 +1,6 @@
 // The capture's side in the program's threads: CUPTI's callbacks, which turn each watched call into an ApiCall in
-// the thread's own log (on_enter, on_exit), and the capture's lifecycle (start, finish). What the analysis thread
-// does with the logs is in analysis_thread.cpp.
+// the thread's own log (on_enter, on_exit), and the capture's lifecycle (start, finish). What the analysis threads do
+// with the logs is in analysis_thread.cpp.
 #include "interpose/capture.h"
 
 #include <algorithm>
@@ -253,7 +253,7 @@ StreamingAnalysis::Result finish() {
   if (g.finished.exchange(true)) return r;  // callable once
   g.active.store(false, std::memory_order_release);
   bool complete = true;
-  // The analysis the analysis thread fed so far goes on with the rest; if it cannot be stopped in time, its part
+  // The analysis the analysis threads fed so far goes on with the rest; if they cannot be stopped in time, its part
   // is left out.
   AnalysisFeed* feed = nullptr;  // stays in g: stats() reads it after the report
   if (stop_analysis_thread(std::chrono::milliseconds(2000)) && lock_within(g.central_mu)) {

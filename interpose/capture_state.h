@@ -1,6 +1,6 @@
 // What the capture's two sides share: the program's threads append their calls to their ThreadLog (capture.cpp,
-// in CUPTI's callbacks); the analysis thread takes them each round and feeds the streaming analysis
-// (analysis_thread.cpp). Internal to the capture.
+// in CUPTI's callbacks); the collecting thread takes them each round into the feed, which the analyzing thread
+// moves into the streaming analysis (analysis_thread.cpp). Internal to the capture.
 #pragma once
 
 #include <atomic>
@@ -32,7 +32,7 @@ struct ThreadLog {
   // When the outermost call in flight on this thread started (0: none), for the analysis' horizon: a call
   // still open may need GPU work and calls around its start. Cleared only after the call is in `calls`.
   std::atomic<uint64_t> open_since{0};
-  // Calls in `calls` (a relaxed copy of its size), so that the analysis thread sees when enough have piled up
+  // Calls in `calls` (a relaxed copy of its size), so that the collecting thread sees when enough have piled up
   // to start a round without taking the lock.
   std::atomic<size_t> pending{0};
   // Calls counted instead of appended because `calls` held its share of Global::thread_backlog (the analysis fell
@@ -41,7 +41,7 @@ struct ThreadLog {
   uint64_t lost = 0;
   // The buffer `calls` was before the last round took it, emptied, for the next round to swap in. A buffer the
   // thread fills afresh each round costs it a page fault every 28 calls (~35 faults per 1000 calls in
-  // bench/api_calls on the H200); this one's pages stay mapped. Only the analysis thread touches it (the swap
+  // bench/api_calls on the H200); this one's pages stay mapped. Only the collecting thread touches it (the swap
   // into `calls` is under mu).
   std::vector<ApiCall> spare;
 };
@@ -60,8 +60,8 @@ struct Global {
   BlockingStreams streams;
   std::atomic<uint64_t> stacks_walked{0};   // for the `stats` option
   std::atomic<uint64_t> forced_flushes{0};  // likewise: rounds that flushed CUPTI by force (flush_period)
-  // The analysis streams (bounded memory, analysis/feed.h): the analysis thread moves what the application threads
-  // captured into the feed each round, which analyzes it a chunk at a time, so that each chunk (and the wait of
+  // The analysis streams (bounded memory, analysis/feed.h): the collecting thread moves what the application threads
+  // captured into the feed each round, and the analyzing thread analyzes it a chunk at a time, so that each chunk (and the wait of
   // finish() for one) stays short however much piled up. Off when every event must be kept (trace).
   bool streaming = false;
   rules::Environment env;
@@ -69,21 +69,24 @@ struct Global {
   size_t max_backlog = 0;          // compact_backlog (0 = no limit)
   // flush_period (0: a forced flush every round) and when the last forced flush was (CUPTI timebase): every record
   // of work finished before it has been taken; between forced flushes the records horizon follows the records that
-  // came (AnalysisFeed::records_before). Both the analysis thread's alone.
+  // came (AnalysisFeed::records_before). Both the collecting thread's alone.
   uint64_t flush_period_ns = 0;
   uint64_t last_forced_ns = 0;
   uint64_t records_ns = 0;  // the last round's records horizon: a flush is forced when it lags flush_period
-  // Threads that outrun the analysis thread stay bounded too: a thread whose buffer holds its share of
+  // Threads that outrun the analysis threads stay bounded too: a thread whose buffer holds its share of
   // compact_backlog (half of it over the threads, at least a round) counts its sheddable calls instead of keeping
   // them. 0 = no limit (not streaming, or compact_backlog=0).
   size_t thread_backlog = 0;
   std::atomic<size_t> thread_count{0};
-  std::mutex central_mu;               // the analysis thread vs finish(); guards `feed`
+  std::mutex central_mu;               // start() and finish(); guards `feed`, which the two threads share (feed.h)
   std::unique_ptr<AnalysisFeed> feed;  // made by start() when the analysis streams
+  // How far the analyzer may judge: the last round's horizon (the older of the calls' and the records').
+  std::atomic<uint64_t> horizon_ns{0};
   std::mutex stop_mu;
-  std::condition_variable stop_cv;
-  bool stop = false;     // guarded by stop_mu
-  bool stopped = false;  // the analysis thread has left its loop; guarded by stop_mu
+  std::condition_variable stop_cv;  // a stop, a thread leaving, a round taken
+  bool stop = false;                // guarded by stop_mu, as are the two below
+  int running = 0;                  // the analysis threads still in their loops
+  uint64_t rounds_taken = 0;        // rounds the collector added: the analyzer waits for the next
 };
 
 // A round starts when the threads hold Global::round_calls calls (compact_round, 16k by default), or
@@ -108,9 +111,10 @@ constexpr uint64_t kMarginNs = 10'000'000;
 
 Global& global();
 
-// The analysis thread (analysis_thread.cpp). Started by start() when the analysis streams, with every signal
-// blocked; stopped by finish(), which waits for a round in progress at most `deadline`. False if it did not stop
-// (it may be stuck behind a thread that a signal stopped inside CUDA): the feed must then not be read.
+// The analysis threads, collecting and analyzing (analysis_thread.cpp). Started by start() when the analysis streams,
+// with every signal blocked; stopped by finish(), which waits for a round and a chunk in progress at most `deadline`.
+// False if one did not stop (it may be stuck behind a thread that a signal stopped inside CUDA): the feed must then
+// not be read.
 void start_analysis_thread();
 bool stop_analysis_thread(std::chrono::milliseconds deadline);
 

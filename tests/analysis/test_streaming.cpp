@@ -2,6 +2,9 @@
 // it reports exactly what the whole log does, on every committed
 // recording at many horizons, and its size does not grow with the number of ordinary calls or repeated findings.
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
 #include <unistd.h>
 
 #include <algorithm>
@@ -234,6 +237,46 @@ TEST(AnalysisFeed, EveryRecordingDeliveredInRoundsReportsTheSame) {
   }
   EXPECT_GT(recordings, 5u);
   EXPECT_GT(dropped, 0u);  // it did compact, not merely agree by keeping everything
+}
+
+// The capture collects on one thread and analyzes on another (feed.h): chunks are analyzed while the next rounds
+// are added, with whichever horizon was published last, and the report is still the whole log's.
+TEST(AnalysisFeed, CollectingAndAnalyzingOnTwoThreadsReportsTheSame) {
+  size_t recordings = 0;
+  for (const auto& [path, original] : committed_recordings()) {
+    if (compacted(original)) continue;
+    ++recordings;
+    const std::string expected = json_of(original);
+    for (int rounds : {13}) {
+      for (size_t chunk : {size_t{3}}) {
+        AnalysisFeed feed(compact_options(original, 200 * kUs), original.run.env, chunk);
+        std::atomic<uint64_t> horizon{0};
+        std::atomic<bool> added{false};
+        std::thread analyzer([&] {
+          for (;;) {
+            const bool all_added = added.load();  // before the backlog is looked at: nothing comes after
+            const uint64_t h = horizon.load();
+            if (h != 0 && feed.has_backlog()) {
+              feed.compact_chunk(h);
+            } else if (all_added) {
+              return;
+            } else {
+              std::this_thread::yield();
+            }
+          }
+        });
+        for (const Delivered& d : rounds_of(original, rounds)) {
+          feed.add(d.calls, d.ops, original.marks, d.time, d.horizon);
+          horizon.store(std::min(d.horizon, feed.records_before(d.time, d.time)));
+        }
+        added.store(true);
+        analyzer.join();
+        EXPECT_EQ(json_of(taken(feed, original, nullptr)), expected)
+            << path << ": " << rounds << " rounds, chunks of " << chunk;
+      }
+    }
+  }
+  EXPECT_GT(recordings, 5u);
 }
 
 // The `save` recording while the analysis streams: every event the feed gives the analysis is written as the run
@@ -915,6 +958,42 @@ TEST(AnalysisFeed, PastTheBacklogLimitOrdinaryCallsAreCountedNotAnalyzed) {
   std::string error;
   ASSERT_TRUE(read_recording(saved, reread, error)) << error;
   EXPECT_EQ(reread.run.unanalyzed_calls, shed);
+}
+
+// Shedding (which reads the analysis' window to tell orphaned work) while chunks are analyzed on another thread.
+TEST(AnalysisFeed, PastTheBacklogLimitWhileAnotherThreadAnalyzes) {
+  Builder b = ordinary_run(20'000);
+  const Analysis whole = analyze(b.log, options_for(b.log));
+  AnalysisFeed feed(compact_options(b.log, 2 * kMs), b.log.run.env, 64, /*max_backlog=*/1024);
+  std::atomic<uint64_t> horizon{0};
+  std::atomic<bool> added{false};
+  std::thread analyzer([&] {
+    for (;;) {
+      const bool all_added = added.load();
+      if (feed.has_backlog()) {
+        feed.compact_chunk(horizon.load());
+      } else if (all_added) {
+        return;
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  });
+  for (const Delivered& d : rounds_of(b.log, 5)) {  // 4,000 calls a round: past the limit at once
+    feed.add(d.calls, d.ops, {}, d.time, d.horizon);
+    horizon.store(std::min(d.horizon, feed.records_before(d.time, d.time)));
+  }
+  added.store(true);
+  analyzer.join();
+  EventLog out = feed.finish({}, {}, {}).log;
+  out.api_names = b.log.api_names;
+  out.stacks = b.log.stacks;
+  const Analysis a = analyze(out, options_for(out));
+  EXPECT_GT(feed.stats().shed_calls, 0u);
+  EXPECT_EQ(out.run.unanalyzed_calls, feed.stats().shed_calls);
+  EXPECT_EQ(a.calls_watched, whole.calls_watched);
+  EXPECT_EQ(a.findings.size(), whole.findings.size());  // calls with stacks are never shed
+  EXPECT_TRUE(out.run.complete);
 }
 
 TEST(AnalysisFeed, PastTheLimitEvenWithoutOrdinaryCallsTheBacklogStaysBounded) {

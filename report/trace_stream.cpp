@@ -17,12 +17,29 @@ namespace {
 
 using namespace trace;
 
-// The temporary file: records of the events drawn, fields as 64-bit numbers and length-prefixed strings (it is read
-// back only by close(), by the same build).
-void put(std::FILE* f, uint64_t v) { std::fwrite(&v, sizeof v, 1, f); }
-void put(std::FILE* f, const std::string& s) {
-  put(f, s.size());
-  std::fwrite(s.data(), 1, s.size(), f);
+// The temporary file: records of the events drawn (read back only by close(), by the same build). It is most of
+// what drawing costs the analysis thread, so it is kept small: numbers as LEB128 varints; times, correlation ids and
+// stream handles as the difference from the previous record's (consecutive events are close); kernel names once,
+// then by number; the label of the call that enqueued an operation as what close() makes it from; the flow ids
+// implied by the order. Written through a buffer of our own, a block at a time.
+uint64_t zigzag(uint64_t diff) { return (diff << 1) ^ static_cast<uint64_t>(static_cast<int64_t>(diff) >> 63); }
+uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (uint64_t{0} - (z & 1)); }
+
+void put(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+void put(std::string& out, const std::string& s) {
+  put(out, s.size());
+  out += s;
+}
+// `v` as its difference from `prev`, which becomes `v`.
+void put_delta(std::string& out, uint64_t v, uint64_t& prev) {
+  put(out, zigzag(v - prev));
+  prev = v;
 }
 
 struct Reader {
@@ -30,9 +47,15 @@ struct Reader {
   bool ok = true;
   uint64_t u() {
     uint64_t v = 0;
-    ok = ok && std::fread(&v, sizeof v, 1, f) == 1;
-    return v;
+    for (int shift = 0; ok && shift < 64; shift += 7) {
+      const int b = getc_unlocked(f);
+      ok = b != EOF;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) break;
+    }
+    return ok ? v : 0;
   }
+  uint64_t delta(uint64_t& prev) { return prev += unzigzag(u()); }
   std::string s() {
     const uint64_t n = u();
     std::string out(ok ? n : 0, '\0');
@@ -42,12 +65,22 @@ struct Reader {
 };
 
 constexpr uint64_t kCall = 'C', kOp = 'O';
+// What an operation's record says of the call that enqueued it.
+constexpr uint64_t kNoCall = 0, kCallOnly = 1, kCallAndFlow = 2;
+constexpr size_t kSpillBytes = size_t{1} << 16;
 
-void put(std::FILE* f, const FindingDraw& d) {
+// A kernel's name: its number, and the name itself the first time.
+std::string op_name(Reader& r, std::vector<std::string>& names) {
+  const uint64_t id = r.u();
+  if (r.ok && id == names.size()) names.push_back(r.s());
+  return id < names.size() ? names[id] : std::string();
+}
+
+void put(std::string& out, const FindingDraw& d) {
   for (uint64_t v : {static_cast<uint64_t>(d.rule), static_cast<uint64_t>(d.level), d.held_ns, d.waited_ns, d.own_ns,
                      d.gpu_delay_ns})
-    put(f, v);
-  put(f, d.evidence);
+    put(out, v);
+  put(out, d.evidence);
 }
 FindingDraw finding(Reader& r) {
   FindingDraw d;
@@ -175,49 +208,53 @@ void TraceStream::ops_released(const EventLog& window, const std::vector<char>& 
     const GpuGroup g = group_of(op);
     const uint32_t lane =
         group_lanes_.try_emplace(g, false).first->second.place(op.start_ns, end_of(op.start_ns, op.end_ns));
-    put(file_, kOp);
+    put(out_, kOp);
     for (uint64_t v :
          {uint64_t{g.device}, uint64_t{g.stream}, uint64_t{g.sync}, uint64_t{lane}, static_cast<uint64_t>(op.kind),
-          uint64_t{op.copy_kind}, uint64_t{op.src_kind}, uint64_t{op.dst_kind}, uint64_t{op.sync_type}, op.bytes,
-          op.start_ns, op.end_ns, op.correlation_id})
-      put(file_, v);
-    put(file_, op.name);
+          uint64_t{op.copy_kind}, uint64_t{op.src_kind}, uint64_t{op.dst_kind}, uint64_t{op.sync_type}, op.bytes})
+      put(out_, v);
+    put_delta(out_, op.start_ns, sent_.op_start);
+    put(out_, zigzag(op.end_ns - op.start_ns));
+    put_delta(out_, op.correlation_id, sent_.op_corr);
+    put_name(op.name);
     auto c = call_by_corr.find(op.correlation_id);
     if (c == call_by_corr.end()) {
-      put(file_, std::string());
-      put(file_, uint64_t{0});
+      put(out_, kNoCall);
     } else {
+      // The call's label is made by close(), from its API, correlation id and thread.
       const ApiCall& call = window.calls[c->second];
-      put(file_, label(call));
       const bool flow = op.kind != GpuOpKind::Sync;
-      put(file_, uint64_t{flow});
+      put(out_, flow ? kCallAndFlow : kCallOnly);
+      for (uint64_t v : {uint64_t{call.name}, zigzag(call.correlation_id - op.correlation_id), uint64_t{call.thread}})
+        put(out_, v);
       if (flow) {
         auto l = lane_of_.find(id_of(call));
-        for (uint64_t v : {++flow_ids_, call.start_ns, end_of(call.start_ns, call.end_ns), uint64_t{call.thread},
+        for (uint64_t v : {zigzag(call.start_ns - op.start_ns), end_of(call.start_ns, call.end_ns) - call.start_ns,
                            uint64_t{l == lane_of_.end() ? 0 : l->second}})
-          put(file_, v);
+          put(out_, v);
       }
     }
-    put(file_, n.empty() ? 0 : n.mapped().size());
+    put(out_, n.empty() ? 0 : n.mapped().size());
     if (!n.empty()) {
       for (const Note& note : n.mapped()) {
         for (uint64_t v : {std::get<0>(note.order), std::get<1>(note.order), uint64_t{std::get<2>(note.order)},
                            uint64_t{note.key}, static_cast<uint64_t>(note.note.kind)})
-          put(file_, v);
-        put(file_, note.note.text);
+          put(out_, v);
+        put(out_, note.note.text);
       }
     }
-    put(file_, d.empty() ? 0 : d.mapped().size());
+    put(out_, d.empty() ? 0 : d.mapped().size());
     if (!d.empty()) {
       for (const Delay& x : d.mapped()) {
         for (uint64_t v :
              {std::get<0>(x.order), std::get<1>(x.order), uint64_t{std::get<2>(x.order)}, uint64_t{x.key},
               static_cast<uint64_t>(x.delay.rule), static_cast<uint64_t>(x.delay.level), x.delay.gpu_delay_ns})
-          put(file_, v);
-        put(file_, x.delay.call_label);
-        put(file_, x.delay.evidence);
+          put(out_, v);
+        put(out_, x.delay.call_label);
+        put(out_, x.delay.evidence);
       }
     }
+    spill(kSpillBytes);
   }
 }
 
@@ -230,19 +267,34 @@ void TraceStream::calls_released(const EventLog& window, const std::vector<char>
     see(c.start_ns);
     auto l = lane_of_.extract(id_of(c));
     auto f = findings_.extract(id_of(c));
-    put(file_, kCall);
-    for (uint64_t v :
-         {uint64_t{l.empty() ? 0 : l.mapped()}, uint64_t{c.thread}, uint64_t{c.name}, c.start_ns, c.end_ns,
-          c.correlation_id, c.stream, c.call.bytes, static_cast<uint64_t>(c.result), uint64_t{c.nvtx_range}})
-      put(file_, v);
-    put(file_, f.empty() ? 0 : f.mapped().size());
+    put(out_, kCall);
+    for (uint64_t v : {uint64_t{l.empty() ? 0 : l.mapped()}, uint64_t{c.thread}, uint64_t{c.name}}) put(out_, v);
+    put_delta(out_, c.start_ns, sent_.call_start);
+    put(out_, zigzag(c.end_ns - c.start_ns));
+    put_delta(out_, c.correlation_id, sent_.call_corr);
+    put_delta(out_, c.stream, sent_.stream);
+    for (uint64_t v : {c.call.bytes, static_cast<uint64_t>(c.result), uint64_t{c.nvtx_range}}) put(out_, v);
+    put(out_, f.empty() ? 0 : f.mapped().size());
     if (!f.empty()) {
       for (const auto& [key, draw] : f.mapped()) {
-        put(file_, uint64_t{key});
-        put(file_, draw);
+        put(out_, uint64_t{key});
+        put(out_, draw);
       }
     }
+    spill(kSpillBytes);
   }
+}
+
+void TraceStream::put_name(const std::string& name) {
+  const auto [it, made] = op_names_.try_emplace(name, static_cast<uint32_t>(op_names_.size()));
+  put(out_, uint64_t{it->second});
+  if (made) put(out_, name);
+}
+
+void TraceStream::spill(size_t above) {
+  if (out_.size() <= above) return;
+  std::fwrite(out_.data(), 1, out_.size(), file_);  // an error shows in ferror() at close()
+  out_.clear();
 }
 
 bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& error) {
@@ -266,6 +318,7 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
   const uint64_t host_pid = log.run.pid > 0 ? static_cast<uint64_t>(log.run.pid) : 1;
   const TrackTable tracks = make_tracks(host_pid, lanes_of_thread, lanes_of_group);
 
+  if (file_) spill(0);
   if (!file_ || std::fflush(file_) != 0 || std::ferror(file_)) {  // a full disk, as the run went
     error = "the trace's events could not be written to '" + path_ + "'";
     return false;
@@ -275,17 +328,19 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
   w.metadata(log.run, host_pid, tracks);
   std::rewind(file_);
   Reader r{file_};
-  uint64_t suppressed = 0;
+  Previous got;                    // as the records were written
+  std::vector<std::string> names;  // the kernels' names, by number
+  uint64_t suppressed = 0, flows = 0;
   for (uint64_t kind = r.u(); r.ok; kind = r.u()) {
     if (kind == kCall) {
       ApiCall c;
       const uint32_t lane = static_cast<uint32_t>(r.u());
       c.thread = static_cast<uint32_t>(r.u());
       c.name = static_cast<uint16_t>(r.u());
-      c.start_ns = r.u();
-      c.end_ns = r.u();
-      c.correlation_id = r.u();
-      c.stream = r.u();
+      c.start_ns = r.delta(got.call_start);
+      c.end_ns = c.start_ns + unzigzag(r.u());
+      c.correlation_id = r.delta(got.call_corr);
+      c.stream = r.delta(got.stream);
       c.call.bytes = r.u();
       c.result = static_cast<decltype(c.result)>(r.u());
       c.nvtx_range = static_cast<uint32_t>(r.u());
@@ -317,21 +372,28 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
       op.dst_kind = static_cast<uint8_t>(r.u());
       op.sync_type = static_cast<uint8_t>(r.u());
       op.bytes = r.u();
-      op.start_ns = r.u();
-      op.end_ns = r.u();
-      op.correlation_id = r.u();
-      op.name = r.s();
-      const std::string call = r.s();
+      op.start_ns = r.delta(got.op_start);
+      op.end_ns = op.start_ns + unzigzag(r.u());
+      op.correlation_id = r.delta(got.op_corr);
+      op.name = op_name(r, names);
+      const uint64_t enqueued = r.u();
+      std::string call;
       FlowDraw flow;
-      const bool has_flow = r.u() != 0;
-      if (has_flow) {
-        flow.id = r.u();
-        flow.call_start = r.u();
-        flow.call_end = r.u();
-        const uint32_t thread = static_cast<uint32_t>(r.u());
-        flow.call_pid = host_pid;
-        flow.call_tid = tracks.thread_tid.at(thread) + r.u();
+      if (enqueued != kNoCall) {
+        ApiCall by;
+        by.name = static_cast<uint16_t>(r.u());
+        by.correlation_id = op.correlation_id + unzigzag(r.u());
+        by.thread = static_cast<uint32_t>(r.u());
+        call = label(by);
+        if (enqueued == kCallAndFlow) {
+          flow.id = ++flows;
+          flow.call_start = op.start_ns + unzigzag(r.u());
+          flow.call_end = flow.call_start + r.u();
+          flow.call_pid = host_pid;
+          flow.call_tid = tracks.thread_tid.at(by.thread) + r.u();
+        }
       }
+      const bool has_flow = enqueued == kCallAndFlow;
       std::vector<std::pair<Order, NoteDraw>> notes;
       for (uint64_t k = r.u(); k > 0 && r.ok; --k) {
         Order order{r.u(), r.u(), 0};

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/feed.h"
@@ -56,6 +57,13 @@ class TraceStream : public EventSink, public ReleaseSink {
   uint32_t key_of(const ApiCall& c, rules::RuleId rule);
   void see(uint64_t t);
   std::string label(const ApiCall& c) const;
+  void put_name(const std::string& name);
+  void spill(size_t above);  // writes the buffered records out once there are more than `above` bytes
+
+  // The last record's times, correlation ids and stream: the next one's are written as differences from them.
+  struct Previous {
+    uint64_t call_start = 0, call_corr = 0, stream = 0, op_start = 0, op_corr = 0;
+  };
 
   struct Note {
     Order order;
@@ -69,6 +77,9 @@ class TraceStream : public EventSink, public ReleaseSink {
   };
 
   std::FILE* file_ = nullptr;
+  std::string out_;  // records not written to file_ yet
+  Previous sent_;
+  std::unordered_map<std::string, uint32_t> op_names_;  // the kernels' names, numbered as met
   std::string path_, error_;
   std::vector<std::string> api_names_;
   EventSink* next_ = nullptr;
@@ -82,7 +93,7 @@ class TraceStream : public EventSink, public ReleaseSink {
   std::map<OpId, std::vector<Delay>> delayed_;
   // Sites (stack, rule, API) of the findings, numbered as met.
   std::map<std::tuple<uint32_t, int, std::string>, uint32_t> keys_;
-  uint64_t calls_ = 0, ops_ = 0, untimed_ = 0, findings_made_ = 0, flow_ids_ = 0;
+  uint64_t calls_ = 0, ops_ = 0, untimed_ = 0, findings_made_ = 0;
 };
 
 // Writes `stream`'s trace to `path` (the trace option: %p and %r expanded; "-" for standard output), through a

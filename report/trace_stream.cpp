@@ -10,7 +10,6 @@
 #include <iostream>
 #include <ostream>
 #include <set>
-#include <unordered_map>
 
 namespace asynccheck::report {
 namespace {
@@ -127,6 +126,12 @@ void TraceStream::see(uint64_t t) {
   any_time_ = true;
 }
 
+uint32_t TraceStream::lane_of(const ApiCall& c) const {
+  if (lane_of_.empty()) return 0;
+  const auto l = lane_of_.find(id_of(c));
+  return l == lane_of_.end() ? 0 : l->second;
+}
+
 std::string TraceStream::label(const ApiCall& c) const { return call_label(api_name(api_names_, c), c); }
 
 uint32_t TraceStream::key_of(const ApiCall& c, rules::RuleId rule) {
@@ -142,7 +147,12 @@ void TraceStream::write(const std::vector<ApiCall>& calls, const std::vector<Gpu
   std::stable_sort(order.begin(), order.end(), [&](const ApiCall* x, const ApiCall* y) { return key(x) < key(y); });
   for (const ApiCall* c : order) {
     Lanes& lanes = thread_lanes_.try_emplace(c->thread, true).first->second;
-    lane_of_[id_of(*c)] = lanes.place(c->start_ns, end_of(c->start_ns, c->end_ns));
+    const uint32_t lane = lanes.place(c->start_ns, end_of(c->start_ns, c->end_ns));
+    if (lane != 0) {
+      lane_of_[id_of(*c)] = lane;
+    } else if (!lane_of_.empty()) {
+      lane_of_.erase(id_of(*c));  // a call given twice takes its last lane
+    }
   }
 }
 
@@ -187,13 +197,7 @@ void TraceStream::judged(const EventLog& window, const std::vector<Finding>& fin
 
 void TraceStream::ops_released(const EventLog& window, const std::vector<char>& keep) {
   if (!file_ || std::find(keep.begin(), keep.end(), 0) == keep.end()) return;
-  // The call that enqueued each operation, by correlation id (a runtime call's or the driver call's it made): the
-  // first in the window, as the whole log's trace takes the first in the log.
-  std::unordered_map<uint64_t, size_t> call_by_corr;
-  for (size_t i = 0; i < window.calls.size(); ++i) {
-    call_by_corr.emplace(window.calls[i].correlation_id, i);
-    if (window.calls[i].driver_correlation_id != 0) call_by_corr.emplace(window.calls[i].driver_correlation_id, i);
-  }
+  find_enqueuers(window, keep);
   for (size_t i = 0; i < window.ops.size(); ++i) {
     if (keep[i]) continue;
     const GpuOp& op = window.ops[i];
@@ -217,20 +221,19 @@ void TraceStream::ops_released(const EventLog& window, const std::vector<char>& 
     put(out_, zigzag(op.end_ns - op.start_ns));
     put_delta(out_, op.correlation_id, sent_.op_corr);
     put_name(op.name);
-    auto c = call_by_corr.find(op.correlation_id);
-    if (c == call_by_corr.end()) {
+    const uint32_t* c = enqueuer_.find(op.correlation_id);
+    if (*c == kNone) {
       put(out_, kNoCall);
     } else {
       // The call's label is made by close(), from its API, correlation id and thread.
-      const ApiCall& call = window.calls[c->second];
+      const ApiCall& call = window.calls[*c];
       const bool flow = op.kind != GpuOpKind::Sync;
       put(out_, flow ? kCallAndFlow : kCallOnly);
       for (uint64_t v : {uint64_t{call.name}, zigzag(call.correlation_id - op.correlation_id), uint64_t{call.thread}})
         put(out_, v);
       if (flow) {
-        auto l = lane_of_.find(id_of(call));
         for (uint64_t v : {zigzag(call.start_ns - op.start_ns), end_of(call.start_ns, call.end_ns) - call.start_ns,
-                           uint64_t{l == lane_of_.end() ? 0 : l->second}})
+                           uint64_t{lane_of(call)}})
           put(out_, v);
       }
     }
@@ -265,10 +268,11 @@ void TraceStream::calls_released(const EventLog& window, const std::vector<char>
     const ApiCall& c = window.calls[i];
     ++calls_;
     see(c.start_ns);
-    auto l = lane_of_.extract(id_of(c));
+    const uint32_t lane = lane_of(c);
+    if (lane != 0) lane_of_.erase(id_of(c));
     auto f = findings_.extract(id_of(c));
     put(out_, kCall);
-    for (uint64_t v : {uint64_t{l.empty() ? 0 : l.mapped()}, uint64_t{c.thread}, uint64_t{c.name}}) put(out_, v);
+    for (uint64_t v : {uint64_t{lane}, uint64_t{c.thread}, uint64_t{c.name}}) put(out_, v);
     put_delta(out_, c.start_ns, sent_.call_start);
     put(out_, zigzag(c.end_ns - c.start_ns));
     put_delta(out_, c.correlation_id, sent_.call_corr);
@@ -282,6 +286,24 @@ void TraceStream::calls_released(const EventLog& window, const std::vector<char>
       }
     }
     spill(kSpillBytes);
+  }
+}
+
+// The call that enqueued each op let go, by correlation id (a runtime call's or the driver call's it made): the first
+// in the window, as the whole log's trace takes the first in the log. Only the ops let go are looked for: the window
+// holds many more calls than a step lets go of ops.
+void TraceStream::find_enqueuers(const EventLog& window, const std::vector<char>& keep) {
+  enqueuer_.clear();
+  for (size_t i = 0; i < window.ops.size(); ++i) {
+    if (!keep[i]) enqueuer_.try_emplace(window.ops[i].correlation_id, kNone);
+  }
+  auto met = [&](uint64_t id, uint32_t call) {
+    uint32_t* at = enqueuer_.find(id);
+    if (at && *at == kNone) *at = call;
+  };
+  for (uint32_t i = 0; i < window.calls.size(); ++i) {
+    met(window.calls[i].correlation_id, i);
+    if (window.calls[i].driver_correlation_id != 0) met(window.calls[i].driver_correlation_id, i);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analysis/feed.h"
+#include "analysis/flat_map.h"
 #include "analysis/streaming.h"
 #include "report/report.h"
 #include "report/trace_draw.h"
@@ -57,6 +58,9 @@ class TraceStream : public EventSink, public ReleaseSink {
   uint32_t key_of(const ApiCall& c, rules::RuleId rule);
   void see(uint64_t t);
   std::string label(const ApiCall& c) const;
+  uint32_t lane_of(const ApiCall& c) const;
+  void find_enqueuers(const EventLog& window, const std::vector<char>& keep);
+  static constexpr uint32_t kNone = ~uint32_t{0};
   void put_name(const std::string& name);
   void spill(size_t above);  // writes the buffered records out once there are more than `above` bytes
 
@@ -80,6 +84,7 @@ class TraceStream : public EventSink, public ReleaseSink {
   std::string out_;  // records not written to file_ yet
   Previous sent_;
   std::unordered_map<std::string, uint32_t> op_names_;  // the kernels' names, numbered as met
+  FlatMap<uint32_t> enqueuer_;  // ops_released(): the call that enqueued each op let go, kept from step to step
   std::string path_, error_;
   std::vector<std::string> api_names_;
   EventSink* next_ = nullptr;
@@ -87,7 +92,10 @@ class TraceStream : public EventSink, public ReleaseSink {
   uint64_t origin_ = 0;
   std::map<uint32_t, trace::Lanes> thread_lanes_;
   std::map<trace::GpuGroup, trace::Lanes> group_lanes_;
-  std::map<CallId, uint32_t> lane_of_;  // calls given to the analysis and not let go yet
+  // The lanes of the calls given to the analysis and not let go yet, but for lane 0 (most calls: a thread's calls
+  // overlap only when they nest, and those share a lane): each call is looked up as it goes, and a map of the window
+  // would cost each a node, or a hash table a cache miss per call.
+  std::map<CallId, uint32_t> lane_of_;
   std::map<CallId, std::vector<std::pair<uint32_t, trace::FindingDraw>>> findings_;  // judged, not let go yet
   std::map<OpId, std::vector<Note>> notes_;
   std::map<OpId, std::vector<Delay>> delayed_;

@@ -25,11 +25,11 @@ uint64_t zigzag(uint64_t diff) { return (diff << 1) ^ static_cast<uint64_t>(stat
 uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (uint64_t{0} - (z & 1)); }
 
 void put(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
+  char bytes[10];
+  size_t n = 0;
+  for (; v >= 0x80; v >>= 7) bytes[n++] = static_cast<char>(v | 0x80);
+  bytes[n++] = static_cast<char>(v);
+  out.append(bytes, n);
 }
 void put(std::string& out, const std::string& s) {
   put(out, s.size());
@@ -139,20 +139,34 @@ uint32_t TraceStream::key_of(const ApiCall& c, rules::RuleId rule) {
 }
 
 // In start order (the feed gives the analysis its calls so): lanes are placed as the whole log's trace places them.
+// Each thread's calls are placed in order of start, the longest first among equal starts. The feed's calls are in
+// order of start: they are sorted only when two start together the other way round (a thread's lanes are its own, so
+// the threads' calls may be placed interleaved).
 void TraceStream::write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
   if (next_) next_->write(calls, ops);
+  auto before = [](const ApiCall& x, const ApiCall& y) {
+    return std::make_pair(x.start_ns, ~end_of(x.start_ns, x.end_ns)) <
+           std::make_pair(y.start_ns, ~end_of(y.start_ns, y.end_ns));
+  };
+  if (std::is_sorted(calls.begin(), calls.end(), before)) {
+    for (const ApiCall& c : calls) place(c);
+    return;
+  }
   std::vector<const ApiCall*> order;
   for (const ApiCall& c : calls) order.push_back(&c);
-  auto key = [](const ApiCall* c) { return std::make_tuple(c->thread, c->start_ns, ~end_of(c->start_ns, c->end_ns)); };
-  std::stable_sort(order.begin(), order.end(), [&](const ApiCall* x, const ApiCall* y) { return key(x) < key(y); });
-  for (const ApiCall* c : order) {
-    Lanes& lanes = thread_lanes_.try_emplace(c->thread, true).first->second;
-    const uint32_t lane = lanes.place(c->start_ns, end_of(c->start_ns, c->end_ns));
-    if (lane != 0) {
-      lane_of_[id_of(*c)] = lane;
-    } else if (!lane_of_.empty()) {
-      lane_of_.erase(id_of(*c));  // a call given twice takes its last lane
-    }
+  std::stable_sort(order.begin(), order.end(), [&](const ApiCall* x, const ApiCall* y) {
+    return x->thread != y->thread ? x->thread < y->thread : before(*x, *y);
+  });
+  for (const ApiCall* c : order) place(*c);
+}
+
+void TraceStream::place(const ApiCall& c) {
+  Lanes& lanes = thread_lanes_.try_emplace(c.thread, true).first->second;
+  const uint32_t lane = lanes.place(c.start_ns, end_of(c.start_ns, c.end_ns));
+  if (lane != 0) {
+    lane_of_[id_of(c)] = lane;
+  } else if (!lane_of_.empty()) {
+    lane_of_.erase(id_of(c));  // a call given twice takes its last lane
   }
 }
 
@@ -308,7 +322,13 @@ void TraceStream::find_enqueuers(const EventLog& window, const std::vector<char>
 }
 
 void TraceStream::put_name(const std::string& name) {
+  // Runs of one kernel are common: the last name is compared before hashing this one.
+  if (last_name_ && last_name_->first == name) {
+    put(out_, uint64_t{last_name_->second});
+    return;
+  }
   const auto [it, made] = op_names_.try_emplace(name, static_cast<uint32_t>(op_names_.size()));
+  last_name_ = &*it;
   put(out_, uint64_t{it->second});
   if (made) put(out_, name);
 }

@@ -56,6 +56,7 @@ class TraceStream : public EventSink, public ReleaseSink {
     return {o.start_ns, o.end_ns, o.stream_id, o.correlation_id, static_cast<uint8_t>(o.kind)};
   }
   uint32_t key_of(const ApiCall& c, rules::RuleId rule);
+  void place(const ApiCall& c);  // on a lane of its thread
   void see(uint64_t t);
   std::string label(const ApiCall& c) const;
   uint32_t lane_of(const ApiCall& c) const;
@@ -83,7 +84,8 @@ class TraceStream : public EventSink, public ReleaseSink {
   std::FILE* file_ = nullptr;
   std::string out_;  // records not written to file_ yet
   Previous sent_;
-  std::unordered_map<std::string, uint32_t> op_names_;  // the kernels' names, numbered as met
+  std::unordered_map<std::string, uint32_t> op_names_;                 // the kernels' names, numbered as met
+  const std::pair<const std::string, uint32_t>* last_name_ = nullptr;  // the last one written
   FlatMap<uint32_t> enqueuer_;  // ops_released(): the call that enqueued each op let go, kept from step to step
   std::string path_, error_;
   std::vector<std::string> api_names_;

@@ -41,6 +41,9 @@ void put_delta(std::string& out, uint64_t v, uint64_t& prev) {
   prev = v;
 }
 
+// Longer than any string drawn (a kernel's name, a finding's evidence).
+constexpr uint64_t kMaxString = uint64_t{1} << 24;
+
 struct Reader {
   std::FILE* f;
   bool ok = true;
@@ -57,6 +60,7 @@ struct Reader {
   uint64_t delta(uint64_t& prev) { return prev += unzigzag(u()); }
   std::string s() {
     const uint64_t n = u();
+    ok = ok && n <= kMaxString;  // a damaged file must not make us allocate what it says
     std::string out(ok ? n : 0, '\0');
     ok = ok && std::fread(out.data(), 1, out.size(), f) == out.size();
     return out;
@@ -103,6 +107,9 @@ bool TraceStream::open(const std::string& events, const std::vector<std::string>
   // A file of our own, never one that was there (another copy of the library in this process, a link).
   const int fd = ::open(events.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd >= 0) file_ = fdopen(fd, "w+b");
+  // Unbuffered (out_ is the buffer, written whole by spill()): a child forked without exec shares the file and its
+  // offset, and its exit() would flush a stdio buffer's copy into the middle of our records.
+  if (file_) setvbuf(file_, nullptr, _IONBF, 0);
   if (!file_) {
     error = "cannot write '" + events + "': " + std::strerror(errno);
     if (fd >= 0) {
@@ -365,11 +372,32 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
     error = "the trace's events could not be written to '" + path_ + "'";
     return false;
   }
+  // Read back through a buffered stream of its own (the writing one is unbuffered: above).
+  std::FILE* in = nullptr;
+  if (const int rfd = dup(fileno(file_)); rfd >= 0) {
+    in = fdopen(rfd, "rb");
+    if (!in) ::close(rfd);
+  }
+  std::fclose(file_);  // written once: the drawn events are no longer needed
+  file_ = nullptr;
+  if (!in || std::fseek(in, 0, SEEK_SET) != 0) {
+    if (in) std::fclose(in);
+    error = "the trace's events could not be read back from '" + path_ + "'";
+    return false;
+  }
   Writer w(out, origin_);
   w.begin();
   w.metadata(log.run, host_pid, tracks);
-  std::rewind(file_);
-  Reader r{file_};
+  Reader r{in};
+  // A record is drawn only whole and on the tracks it names: anything else means the file was damaged.
+  bool damaged = false;
+  auto thread_track = [&](uint32_t thread, uint64_t lane, uint64_t& tid) {
+    auto t = tracks.thread_tid.find(thread);
+    auto n = lanes_of_thread.find(thread);
+    if (t == tracks.thread_tid.end() || n == lanes_of_thread.end() || lane >= n->second) return false;
+    tid = t->second + lane;
+    return true;
+  };
   Previous got;                    // as the records were written
   std::vector<std::string> names;  // the kernels' names, by number
   uint64_t suppressed = 0, flows = 0;
@@ -398,7 +426,12 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
           shown.push_back(std::move(d));
         }
       }
-      w.call(log, c, host_pid, tracks.thread_tid.at(c.thread) + lane, shown, hidden_rule);
+      uint64_t tid = 0;
+      if (!r.ok || !thread_track(c.thread, lane, tid)) {
+        damaged = true;
+        break;
+      }
+      w.call(log, c, host_pid, tid, shown, hidden_rule);
     } else if (kind == kOp) {
       GpuOp op;
       GpuGroup g;
@@ -432,7 +465,7 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
           flow.call_start = op.start_ns + unzigzag(r.u());
           flow.call_end = flow.call_start + r.u();
           flow.call_pid = host_pid;
-          flow.call_tid = tracks.thread_tid.at(by.thread) + r.u();
+          damaged = damaged || !thread_track(by.thread, r.u(), flow.call_tid);
         }
       }
       const bool has_flow = enqueued == kCallAndFlow;
@@ -465,15 +498,22 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
       for (size_t k = 0; k < delays.size(); ++k) {
         if (k == 0 || delays[k].first != delays[k - 1].first) delayed.push_back(std::move(delays[k].second));
       }
-      w.op(op, tracks.gpu[tracks.group_track.at(g) + lane], call, sorted_notes(std::move(notes)),
-           has_flow ? &flow : nullptr, delayed);
+      auto track = tracks.group_track.find(g);
+      auto n = lanes_of_group.find(g);
+      if (damaged || !r.ok || track == tracks.group_track.end() || n == lanes_of_group.end() || lane >= n->second ||
+          track->second + lane >= tracks.gpu.size()) {
+        damaged = true;
+        break;
+      }
+      w.op(op, tracks.gpu[track->second + lane], call, sorted_notes(std::move(notes)), has_flow ? &flow : nullptr,
+           delayed);
     } else {
-      r.ok = false;
+      damaged = true;
+      break;
     }
   }
-  const bool read = std::feof(file_);
-  std::fclose(file_);  // written once: the drawn events are no longer needed
-  file_ = nullptr;
+  const bool read = !damaged && std::feof(in) && !std::ferror(in);
+  std::fclose(in);
   if (!read) {
     error = "the trace's events could not be read back from '" + path_ + "'";
     return false;

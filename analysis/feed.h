@@ -1,8 +1,8 @@
 // The live feed of the streaming analysis (streaming.h), without the capture: events arrive in batches (what the
 // threads appended since the last round, the activity records decoded since), wait in a backlog sorted by start,
 // and move into the analysis a chunk at a time, as far as the records horizon settles them. Past its limits the
-// backlog sheds ordinary calls (counted, not analyzed). Pure, no CUDA and no locks (the capture serializes calls):
-// the capture runs it on its own thread, tests and bench/compactor_replay run it on fabricated streams.
+// backlog sheds ordinary calls (counted, not analyzed). Pure, no CUDA: the capture runs it on its two analysis threads
+// (AnalysisFeed below says how they share it), tests and bench/compactor_replay on fabricated streams.
 #pragma once
 
 #include <cstddef>
@@ -64,7 +64,7 @@ bool sheddable_hard(const ApiCall& c, uint64_t threshold_ns);
 // What the capture does with a call its thread just made, when the thread's buffer already holds `buffered` calls
 // and `share` is the thread's share of compact_backlog (0: no limit). Below the share: Keep. From the share on:
 // Shed an ordinary call (sheddable), from twice the share any sheddable_hard one; Shed = counted, not analyzed.
-// From kLoseAtShares times the share the analysis thread has not taken the buffer for so long (stuck, or many
+// From kLoseAtShares times the share the collecting thread has not taken the buffer for so long (stuck, or many
 // threads flooding it with calls no level may shed) that only dropping every call keeps memory bounded: Lose =
 // counted, not analyzed, and the report says it is incomplete.
 enum class AtThread { Keep, Shed, Lose };
@@ -93,7 +93,7 @@ bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_
 size_t behind_at(uint64_t period_ns, size_t round_calls, size_t max_backlog);
 
 // Where the events given to the analysis go as well, a chunk at a time in start order (a recording written as the
-// run goes: report/recording_stream.h). Called on the feed's thread.
+// run goes: report/recording_stream.h). Called under the analysis' lock (feed.h: AnalysisFeed), one call at a time.
 class EventSink {
  public:
   virtual ~EventSink() = default;

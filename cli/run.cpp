@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -25,11 +25,10 @@ namespace fs = std::filesystem;
 namespace asynccheck::cli {
 namespace {
 
-// The trace path as the program's process is given it: absolute, because the process writes it at its end, after
-// the program may have changed directory; %p and %r stay for the process to expand; "-" is its standard output.
-std::string trace_path_for_child(const std::string& trace) {
-  return trace.empty() || trace == kStdout ? trace : fs::absolute(trace).lexically_normal().string();
-}
+// Where each process of the program draws its trace: in the command's own directory, one file per process, which the
+// command then puts in place in pid order as it does the other reports (whichever process ended last does not win).
+constexpr const char* kTraceInDir = "/trace.%p.json";
+fs::path trace_of(const std::string& dir, int pid) { return dir + "/trace." + std::to_string(pid) + ".json"; }
 
 // The library's options for the program under test: it captures and analyzes, and hands its analyzed run over; the
 // command reports. What the analysis judges with (thresholds, the capture range) must reach it: the hand-off is final.
@@ -37,7 +36,7 @@ std::string trace_path_for_child(const std::string& trace) {
 // analysis streams (bounded memory) with or without one; the hand-off holds only what the other reports show, so the
 // process needs what decides the trace's suppressed findings as well: the suppressions, the library frames, the site
 // threshold and the source root, with the stacks resolved there (symbolize).
-std::string child_options(const Options& o, const std::string& recording) {
+std::string child_options(const Options& o, const std::string& dir) {
   OutputFiles files;
   std::string error;
   output_files(o, files, error);
@@ -48,17 +47,17 @@ std::string child_options(const Options& o, const std::string& recording) {
     << ":device_buffer_kb=" << o.device_buffer_kb << ":signal_timeout=" << o.signal_timeout << ":compact=" << o.compact
     << ":compact_round=" << o.compact_round << ":compact_backlog=" << o.compact_backlog
     << ":flush_period=" << o.flush_period << "ns"
-    << ":stats=" << o.stats << ":summary=0:handoff=" << quoted_value(recording);
+    << ":stats=" << o.stats << ":summary=0:handoff=" << quoted_value(dir + "/run.%p.rec");
   const bool trace = !files.trace.empty();
   if (trace) {
-    s << ":trace=" << quoted_value(trace_path_for_child(files.trace)) << ":site_threshold=" << o.site_threshold << "ns";
+    s << ":trace=" << quoted_value(dir + kTraceInDir) << ":site_threshold=" << o.site_threshold << "ns";
     // Files read at the process's start, before the program can change directory; still made absolute, as the
     // source root is (read at the end), so that both name what they name in the command.
     if (!o.suppressions.empty()) s << ":suppressions=" << quoted_value(fs::absolute(o.suppressions).string());
     if (!o.library_frames.empty()) s << ":library_frames=" << quoted_value(o.library_frames);
     if (!o.source_root.empty()) s << ":source_root=" << quoted_value(fs::absolute(o.source_root).string());
   }
-  if (trace || !o.save.empty()) s << ":overwrite=" << o.overwrite;
+  if (!o.save.empty()) s << ":overwrite=" << o.overwrite;
   // The events themselves, written by the program's process as it runs (the command reports from the hand-off),
   // with their call sites resolved there, while the binaries are on disk, so that the recording replays anywhere;
   // likewise for a trace, whose suppressed findings are matched by function and file. Without either, the command
@@ -85,15 +84,22 @@ Options command_report_options(const Options& o) {
   return r;
 }
 
-// Whether the program's process wrote its trace (`trace`, the option's path) for the process of `log`: a file there,
-// changed since the program started (an old one stays with overwrite=1 when the write failed). The process said why
-// it could not; the command's exit code must not hide it. Standard output cannot be checked.
-bool trace_written(const std::string& trace, const EventLog& log, fs::file_time_type since) {
-  if (trace.empty() || trace == kStdout) return true;
+// Puts process `pid`'s trace (drawn in `dir`: child_options) where the trace option says, or on standard output.
+bool place_trace(const std::string& dir, const std::string& trace, const EventLog& log, bool overwrite,
+                 std::string& error) {
+  const fs::path drawn = trace_of(dir, log.run.pid);
   std::error_code ec;
-  const fs::path path = expand_path(trace_path_for_child(trace), log.run.pid, log.run.rank);
-  const fs::file_time_type written = fs::last_write_time(path, ec);
-  return !ec && written >= since;
+  if (!fs::exists(drawn, ec)) {
+    error = "the trace of process " + std::to_string(log.run.pid) + " was not written (its error is above)";
+    return false;
+  }
+  if (trace != kStdout)
+    return report::copy_into_place(drawn.string(), expand_path(trace, log.run.pid, log.run.rank), overwrite, error);
+  std::ifstream in(drawn, std::ios::binary);
+  std::cout << in.rdbuf();
+  std::cout.flush();
+  if (!in.eof() && in.fail()) error = "cannot read '" + drawn.string() + "'";
+  return static_cast<bool>(std::cout) && error.empty();
 }
 
 // The library is looked for from the command's own path, never from the environment, so that a command always
@@ -157,15 +163,12 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   char tmpl[] = "/tmp/asynccheck.XXXXXX";
   if (!mkdtemp(tmpl)) return usage_error(std::string("cannot create a temporary directory: ") + std::strerror(errno));
   const std::string dir = tmpl;
-  // Before the program starts, less the coarseness of file times (the kernel stamps a file with a clock that can lag
-  // a fine one by a tick): a trace written by the run is newer than this.
-  const fs::file_time_type started = fs::file_time_type::clock::now() - std::chrono::seconds(1);
   pid_t pid = fork();
   if (pid == 0) {
     const char* old = getenv("LD_PRELOAD");
     std::string preload = lib.string() + (old && *old ? std::string(":") + old : "");
     setenv("LD_PRELOAD", preload.c_str(), 1);
-    setenv("ASYNCCHECK_OPTIONS", child_options(cli.opts, dir + "/run.%p.rec").c_str(), 1);
+    setenv("ASYNCCHECK_OPTIONS", child_options(cli.opts, dir).c_str(), 1);
     std::vector<char*> argv;
     for (size_t k = i; k < args.size(); ++k) argv.push_back(args[k].data());
     argv.push_back(nullptr);
@@ -182,7 +185,9 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   int override_code = -1;
   bool write_failed = false;
   std::vector<fs::path> recordings;
-  for (const auto& entry : fs::directory_iterator(dir)) recordings.push_back(entry.path());
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".rec") recordings.push_back(entry.path());
+  }
   std::sort(recordings.begin(), recordings.end());  // one report per process, in pid order
   const Options report_options = command_report_options(cli.opts);
   OutputFiles files;
@@ -196,9 +201,8 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
     }
     const report::Emitted emitted = report::emit(log, nullptr, report_options, inputs);
     write_failed |= emitted.write_failed;
-    if (!trace_written(trace, log, started)) {
-      std::cerr << "asynccheck: ERROR: the trace of process " << log.run.pid
-                << " was not written (its error is above)\n";
+    if (!trace.empty() && !place_trace(dir, trace, log, cli.opts.overwrite, error)) {
+      std::cerr << "asynccheck: ERROR: " << report::printable(error) << "\n";
       write_failed = true;
     }
     const int code = exit_code_for(emitted, cli);

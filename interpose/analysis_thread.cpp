@@ -142,6 +142,7 @@ void analyze_loop() {
   // With flush_period the backlog holds what came since the records horizon (at worst since the last forced flush):
   // behind only past the size that forces one.
   const size_t behind_at = asynccheck::behind_at(g.flush_period_ns, g.round_calls, g.max_backlog);
+  uint64_t advanced_to = 0;  // the horizon of the last chunk
   std::unique_lock lock(g.stop_mu);
   while (!g.stop) {
     const uint64_t round = g.rounds_taken;  // before the backlog is looked at: a round added after it wakes us
@@ -155,7 +156,12 @@ void analyze_loop() {
     // backlog shed, so the chunks go on into the analysis, as without a period.
     const bool drained =
         backlog == 0 || (g.flush_period_ns != 0 && g.feed->backlog_front_ns() >= horizon && backlog <= behind_at);
-    if (!drained) g.feed->compact_chunk(horizon);
+    // The last chunk may have gone in with the round before's horizon (the round was added before its horizon was
+    // published): with nothing more to take, the analysis still advances to this one, as one thread did each round.
+    if (!drained || (backlog == 0 && horizon > advanced_to)) {
+      g.feed->compact_chunk(horizon);
+      advanced_to = horizon;
+    }
     // After a flood, the chunks' temporaries leave holes in the heap that glibc keeps: give them back, at most
     // once a second. Not in a program the analysis keeps up with (its heap stays the same size: RSS at 10M
     // calls measured the same with and without trimming), because malloc_trim locks every arena in turn, the

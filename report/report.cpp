@@ -11,7 +11,9 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "analysis/monitoring.h"
 #include "analysis/recording.h"
@@ -213,6 +215,32 @@ bool write_file(const std::string& path, const std::string& content, bool overwr
   const int fd = open_beside(path, tmp, error);
   if (fd < 0) return false;
   const bool written = write_all(fd, content, path, error);
+  close(fd);
+  if (!written) {
+    unlink(tmp.c_str());
+    return false;
+  }
+  return move_into_place(tmp, path, overwrite, error);
+}
+
+bool copy_into_place(const std::string& from, const std::string& path, bool overwrite, std::string& error) {
+  std::ifstream in(from, std::ios::binary);
+  if (!in) {
+    error = "cannot read '" + from + "'";
+    return false;
+  }
+  std::string tmp;
+  const int fd = open_beside(path, tmp, error);
+  if (fd < 0) return false;
+  std::vector<char> buffer(size_t{1} << 20);
+  bool written = true;
+  while (written && in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())).gcount() > 0) {
+    written = write_all(fd, std::string_view(buffer.data(), static_cast<size_t>(in.gcount())), path, error);
+  }
+  if (written && in.bad()) {
+    error = "cannot read '" + from + "'";
+    written = false;
+  }
   close(fd);
   if (!written) {
     unlink(tmp.c_str());

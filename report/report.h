@@ -274,6 +274,9 @@ void symbolize_within_limit(EventLog& log);
 int open_beside(const std::string& path, std::string& tmp, std::string& error);
 bool write_all(int fd, std::string_view content, const std::string& path, std::string& error);
 bool move_into_place(const std::string& tmp, const std::string& path, bool overwrite, std::string& error);
+// write_file's way (a temporary file beside `path`, moved into place; `overwrite` as for a report) for the bytes of
+// the file `from`, read a MiB at a time (a trace can be gigabytes).
+bool copy_into_place(const std::string& from, const std::string& path, bool overwrite, std::string& error);
 
 // The checks of write_file that can be made before anything is written (see prepare_report).
 bool check_output_path(const std::string& path, bool overwrite, std::string& error);

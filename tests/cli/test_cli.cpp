@@ -292,8 +292,9 @@ TEST_F(Cli, LibraryOptionsReachTheProgram) {
 // again (a second write of the same file would fail: it exists, overwrite=0). Without a GPU the library fails open
 // and still writes a trace (with no events), which is what is checked here.
 TEST_F(Cli, TheProgramsProcessWritesTheTrace) {
-  // A path with the separator and a space: quoted in ASYNCCHECK_OPTIONS, made absolute (the process writes it at
-  // its end, wherever the program went), with what decides its suppressed findings.
+  // The process draws it in the command's directory, one file per process (whatever directory the program went
+  // to), with what decides its suppressed findings; the command puts it in place, here under a path with the
+  // options' separator and a space.
   fs::create_directories(dir_ / "a b:c");
   std::ofstream(dir_ / "s.supp") << "*:nothing.cu\n";
   const std::string trace = (dir_ / "a b:c" / "t.json").string();
@@ -302,9 +303,9 @@ TEST_F(Cli, TheProgramsProcessWritesTheTrace) {
                          "--library-frames=libfoo", "--", "/bin/bash", "-c", "echo \"$ASYNCCHECK_OPTIONS\"; cd /"});
   EXPECT_EQ(r.code(), 0) << r.err;
   EXPECT_EQ(r.err.find("asynccheck: ERROR"), std::string::npos) << r.err;
-  const std::vector<std::string> wanted = {
-      ":compact=1:", ":trace=\"" + trace + "\":", ":suppressions=" + (dir_ / "s.supp").string() + ":",
-      ":library_frames=libfoo:", ":symbolize=1"};
+  const std::vector<std::string> wanted = {":compact=1:", "/trace.%p.json",
+                                           ":suppressions=" + (dir_ / "s.supp").string() + ":",
+                                           ":library_frames=libfoo:", ":symbolize=1"};
   for (const std::string& want : wanted) {
     EXPECT_NE((":" + r.out).find(want), std::string::npos) << want << " in " << r.out;
   }
@@ -317,7 +318,7 @@ TEST_F(Cli, TheProgramsProcessWritesTheTrace) {
   const std::string stem = (dir_ / "stem").string();
   r = asynccheck({"--format=json,trace", "--output=" + stem, "--", "/bin/bash", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});
   EXPECT_EQ(r.code(), 0) << r.err;
-  EXPECT_NE(r.out.find(":trace=" + stem + ".trace.json:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/trace.%p.json"), std::string::npos) << r.out;
   EXPECT_NE(slurp(stem + ".trace.json").find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(slurp(stem + ".json").find("\"sites\""), std::string::npos);
 
@@ -337,10 +338,18 @@ TEST_F(Cli, TheProgramsProcessWritesTheTrace) {
   EXPECT_EQ(r.out.find("trace="), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(":symbolize=0"), std::string::npos) << r.out;
 
-  // A trace the process could not write (the program removed its directory) fails the command as any report does.
+  // A trace that cannot be put in place (the program removed its directory) fails the command as any report does.
   fs::create_directories(dir_ / "gone");
   r = asynccheck({"--trace=" + (dir_ / "gone" / "t.json").string(), "--", "/bin/bash", "-c",
                   "rm -r '" + (dir_ / "gone").string() + "'; true"});
+  EXPECT_EQ(r.code(), 1) << r.err;
+  EXPECT_NE(r.err.find("cannot write"), std::string::npos) << r.err;
+
+  // A process that drew no trace (here: its trace option taken away) is an error of its own. (Each process draws one
+  // and the command puts them in place in pid order, as the other reports: only processes that used CUDA, and the
+  // first, report: interpose/lineage.h.)
+  r = asynccheck({"--trace=" + (dir_ / "none.json").string(), "--", "/bin/bash", "-c",
+                  "ASYNCCHECK_OPTIONS=${ASYNCCHECK_OPTIONS/:trace=/:x=} exec /bin/bash -c true"});
   EXPECT_EQ(r.code(), 1) << r.err;
   EXPECT_NE(r.err.find("was not written"), std::string::npos) << r.err;
 }

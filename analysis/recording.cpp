@@ -778,4 +778,21 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
   return true;
 }
 
+bool used_cuda(const EventLog& log) {
+  // Incomplete: a call was in flight (a process killed inside its first CUDA call), or a lock could not be taken
+  // in time; what it did is unknown, so it reports.
+  if (!log.calls.empty() || !log.ops.empty() || log.carried.calls != 0 || log.carried.ops != 0 ||
+      log.run.unanalyzed_calls != 0 || !log.run.complete) {
+    return true;
+  }
+  for (const Mark& m : log.marks) {
+    if (m.kind == MarkKind::ContextCreated) return true;
+  }
+  return false;
+}
+
+bool command_reports(const EventLog& log, bool another_used_cuda) {
+  return used_cuda(log) || !another_used_cuda || !monitoring_whole(log.run.monitoring);
+}
+
 }  // namespace asynccheck

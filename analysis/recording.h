@@ -58,4 +58,16 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error);
 std::string percent_encode(std::string_view text);
 bool percent_decode(std::string_view text, std::string& out);
 
+// Whether `log` (a process's, capture::finish's or its hand-off) holds any sign of CUDA use: a watched call (kept,
+// compacted or shed), GPU work, a context created, or it is incomplete (a call in flight, a lock not taken in time:
+// what happened is unknown).
+bool used_cuda(const EventLog& log);
+
+// Whether the asynccheck command writes the reports of one process of its program (interpose/lineage.h says which
+// processes hand a run over), `another_used_cuda` saying whether another one used CUDA: a process that did not, where
+// monitoring was on, is the program the user asked about only when none did (a shell running the program: its
+// empty report would take the path the program's report needs). Monitoring off or stopped is always reported: why
+// is what the user needs.
+bool command_reports(const EventLog& log, bool another_used_cuda);
+
 }  // namespace asynccheck

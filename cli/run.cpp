@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "cli/program.h"
 #include "cli/recordings.h"
+#include "analysis/recording.h"
 
 namespace fs = std::filesystem;
 
@@ -193,12 +194,18 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   OutputFiles files;
   output_files(cli.opts, files, error);
   const std::string& trace = files.trace;
+  std::vector<EventLog> logs;
   for (const fs::path& path : recordings) {
     EventLog log;
-    if (!read_log(path, log, error)) {
+    if (read_log(path, log, error)) {
+      logs.push_back(std::move(log));
+    } else {
       std::cerr << "asynccheck: ERROR: " << report::printable(error) << "\n";
-      continue;
     }
+  }
+  const size_t used = static_cast<size_t>(std::count_if(logs.begin(), logs.end(), used_cuda));
+  for (EventLog& log : logs) {
+    if (!command_reports(log, used > (used_cuda(log) ? 1u : 0u))) continue;
     const report::Emitted emitted = report::emit(log, nullptr, report_options, inputs);
     write_failed |= emitted.write_failed;
     if (!trace.empty() && !place_trace(dir, trace, log, cli.opts.overwrite, error)) {

@@ -246,7 +246,7 @@ Wrote emit_report(EndKind kind, int sig) {
   StreamingAnalysis::Result result = g_capturing ? capture::finish() : StreamingAnalysis::Result{};
   EventLog& log = result.log;
   // A helper process: nothing to say (lineage.h).
-  if (g_capturing && g_descendant && !lineage::used_cuda(log)) return Wrote::Nothing;
+  if (g_capturing && g_descendant && !used_cuda(log)) return Wrote::Nothing;
   // Monitoring off: a helper process that never loaded the CUDA driver has nothing to say either.
   if (!g_capturing && g_descendant && !lineage::cuda_driver_loaded()) return Wrote::Nothing;
   if (g_capturing) log.nvtx_ranges = nvtx_ranges::names();  // after finish(): every id a call holds is named

@@ -39,17 +39,4 @@ bool process_has_library(pid_t pid) {
   return false;
 }
 
-bool used_cuda(const EventLog& log) {
-  // Incomplete: a call was in flight (a process killed inside its first CUDA call), or a lock could not be taken
-  // in time; what it did is unknown, so it reports.
-  if (!log.calls.empty() || !log.ops.empty() || log.carried.calls != 0 || log.carried.ops != 0 ||
-      log.run.unanalyzed_calls != 0 || !log.run.complete) {
-    return true;
-  }
-  for (const Mark& m : log.marks) {
-    if (m.kind == MarkKind::ContextCreated) return true;
-  }
-  return false;
-}
-
 }  // namespace asynccheck::lineage

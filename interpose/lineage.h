@@ -1,4 +1,4 @@
-// Which processes of a watched program write a report. LD_PRELOAD reaches every process the program starts:
+// Which processes of a watched program write a report (whether a log shows CUDA use: analysis/recording.h). LD_PRELOAD reaches every process the program starts:
 // helpers that never touch CUDA (a shell's dirname and sed, compute-sanitizer's launcher, a Python program's
 // subprocesses) would each write a report of nothing, and one without %p in its name would take the file the
 // program's own report needs. A process that descends from a watched one (its parent has the library mapped) and
@@ -23,9 +23,5 @@ bool cuda_driver_loaded();
 
 // Whether process `pid` has asynccheck loaded (false if its maps cannot be read).
 bool process_has_library(pid_t pid);
-
-// Whether `log` (capture::finish's) holds any sign of CUDA use: a watched call (kept, compacted or shed), GPU work,
-// a context created, or it is incomplete (a call in flight, a lock not taken in time: what happened is unknown).
-bool used_cuda(const EventLog& log);
 
 }  // namespace asynccheck::lineage

@@ -396,4 +396,41 @@ TEST(Recording, PercentEncodingRoundTrips) {
 }
 
 }  // namespace
+TEST(Recording, AnySignOfCudaCounts) {
+  EventLog none;
+  none.marks.push_back(Mark{MarkKind::ModuleLoaded, 1, 0});
+  EXPECT_FALSE(used_cuda(none));
+  EventLog call;
+  call.calls.emplace_back();
+  EXPECT_TRUE(used_cuda(call));
+  EventLog op;
+  op.ops.emplace_back();
+  EXPECT_TRUE(used_cuda(op));
+  EventLog compacted;
+  compacted.carried.calls = 3;
+  EXPECT_TRUE(used_cuda(compacted));
+  EventLog shed;
+  shed.run.unanalyzed_calls = 1;
+  EXPECT_TRUE(used_cuda(shed));
+  EventLog context;
+  context.marks.push_back(Mark{MarkKind::ContextCreated, 1, 0});
+  EXPECT_TRUE(used_cuda(context));
+  EventLog cut_short;  // killed inside its first CUDA call: nothing finished, but it may have been CUDA
+  cut_short.run.complete = false;
+  EXPECT_TRUE(used_cuda(cut_short));
+}
+
+// The asynccheck command: a process that made no CUDA call (a shell that ran the program) reports only when no other
+// process did, or when monitoring was not on (the line saying why).
+TEST(Recording, TheCommandReportsTheProcessesThatUsedCudaAndTheFirstOnlyWithoutThem) {
+  EventLog shell, program, off;
+  program.calls.emplace_back();
+  off.run.monitoring = "off: no CUDA driver";
+  EXPECT_TRUE(command_reports(program, true));
+  EXPECT_TRUE(command_reports(program, false));
+  EXPECT_TRUE(command_reports(shell, false));
+  EXPECT_FALSE(command_reports(shell, true));
+  EXPECT_TRUE(command_reports(off, true));
+}
+
 }  // namespace asynccheck

@@ -778,21 +778,34 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
   return true;
 }
 
+namespace {
+
+// A watched call (kept, compacted or shed), GPU work, or a context created.
+bool signs_of_cuda(const EventLog& log) {
+  if (!log.calls.empty() || !log.ops.empty() || log.carried.calls != 0 || log.carried.ops != 0 ||
+      log.run.unanalyzed_calls != 0) {
+    return true;
+  }
+  return std::any_of(log.marks.begin(), log.marks.end(),
+                     [](const Mark& m) { return m.kind == MarkKind::ContextCreated; });
+}
+
+}  // namespace
+
 bool used_cuda(const EventLog& log) {
   // Incomplete: a call was in flight (a process killed inside its first CUDA call), or a lock could not be taken
   // in time; what it did is unknown, so it reports.
-  if (!log.calls.empty() || !log.ops.empty() || log.carried.calls != 0 || log.carried.ops != 0 ||
-      log.run.unanalyzed_calls != 0 || !log.run.complete) {
-    return true;
-  }
-  for (const Mark& m : log.marks) {
-    if (m.kind == MarkKind::ContextCreated) return true;
-  }
-  return false;
+  return signs_of_cuda(log) || !log.run.complete;
 }
 
-bool command_reports(const EventLog& log, bool another_used_cuda) {
-  return used_cuda(log) || !another_used_cuda || !monitoring_whole(log.run.monitoring);
+std::vector<bool> command_reports(const std::vector<EventLog>& logs) {
+  // In a hand-off, an end other than exit() marks the run incomplete by itself (dash leaves by _exit): only an
+  // incomplete exit says a call may have been in flight.
+  auto used = [](const EventLog& log) { return signs_of_cuda(log) || (!log.run.complete && log.run.end == "exit"); };
+  const bool any = std::any_of(logs.begin(), logs.end(), used);
+  std::vector<bool> out;
+  for (const EventLog& log : logs) out.push_back(!any || used(log) || !monitoring_whole(log.run.monitoring));
+  return out;
 }
 
 }  // namespace asynccheck

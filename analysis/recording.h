@@ -63,11 +63,10 @@ bool percent_decode(std::string_view text, std::string& out);
 // what happened is unknown).
 bool used_cuda(const EventLog& log);
 
-// Whether the asynccheck command writes the reports of one process of its program (interpose/lineage.h says which
-// processes hand a run over), `another_used_cuda` saying whether another one used CUDA: a process that did not, where
-// monitoring was on, is the program the user asked about only when none did (a shell running the program: its
-// empty report would take the path the program's report needs). Monitoring off or stopped is always reported: why
-// is what the user needs.
-bool command_reports(const EventLog& log, bool another_used_cuda);
+// Which of its program's processes the asynccheck command writes reports for (interpose/lineage.h says which hand a
+// run over), one answer per log: a process that made no CUDA call, where monitoring was on, is the program the user
+// asked about only when no process did (a shell running the program: its report of nothing would take the path the
+// program's report needs). Monitoring off or stopped is always reported: why is what the user needs.
+std::vector<bool> command_reports(const std::vector<EventLog>& logs);
 
 }  // namespace asynccheck

@@ -203,9 +203,10 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
       std::cerr << "asynccheck: ERROR: " << report::printable(error) << "\n";
     }
   }
-  const size_t used = static_cast<size_t>(std::count_if(logs.begin(), logs.end(), used_cuda));
-  for (EventLog& log : logs) {
-    if (!command_reports(log, used > (used_cuda(log) ? 1u : 0u))) continue;
+  const std::vector<bool> reported = command_reports(logs);
+  for (size_t k = 0; k < logs.size(); ++k) {
+    if (!reported[k]) continue;
+    EventLog& log = logs[k];
     const report::Emitted emitted = report::emit(log, nullptr, report_options, inputs);
     write_failed |= emitted.write_failed;
     if (!trace.empty() && !place_trace(dir, trace, log, cli.opts.overwrite, error)) {

@@ -135,6 +135,10 @@ void collect_loop() {
   leave(g);
 }
 
+// No round for this long: the program is not flooding us (a round comes every round_calls calls, and at least every
+// kRoundInterval).
+constexpr auto kQuiet = std::chrono::milliseconds(100);
+
 void analyze_loop() {
   Global& g = global();
   auto last_trim = std::chrono::steady_clock::now();
@@ -142,7 +146,8 @@ void analyze_loop() {
   // With flush_period the backlog holds what came since the records horizon (at worst since the last forced flush):
   // behind only past the size that forces one.
   const size_t behind_at = asynccheck::behind_at(g.flush_period_ns, g.round_calls, g.max_backlog);
-  uint64_t advanced_to = 0;  // the horizon of the last chunk
+  uint64_t advanced_to = 0;                            // the horizon of the last chunk
+  auto last_round = std::chrono::steady_clock::now();  // when a round was last seen added
   std::unique_lock lock(g.stop_mu);
   while (!g.stop) {
     const uint64_t round = g.rounds_taken;  // before the backlog is looked at: a round added after it wakes us
@@ -157,8 +162,10 @@ void analyze_loop() {
     const bool drained =
         backlog == 0 || (g.flush_period_ns != 0 && g.feed->backlog_front_ns() >= horizon && backlog <= behind_at);
     // The last chunk may have gone in with the round before's horizon (the round was added before its horizon was
-    // published): with nothing more to take, the analysis still advances to this one, as one thread did each round.
-    if (!drained || (backlog == 0 && horizon > advanced_to)) {
+    // published): once no round came for kQuiet, the analysis still advances to this one, as one thread did each
+    // round. Not at once: in a flood that was a step over the whole window for nothing after every round.
+    const bool quiet = std::chrono::steady_clock::now() - last_round >= kQuiet;
+    if (!drained || (backlog == 0 && quiet && horizon > advanced_to)) {
       g.feed->compact_chunk(horizon);
       advanced_to = horizon;
     }
@@ -175,6 +182,7 @@ void analyze_loop() {
     lock.lock();
     // Drained: nothing to do until the next round.
     if (drained) g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop || g.rounds_taken != round; });
+    if (g.rounds_taken != round) last_round = std::chrono::steady_clock::now();
   }
   lock.unlock();
   leave(g);

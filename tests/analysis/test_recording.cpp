@@ -423,14 +423,17 @@ TEST(Recording, AnySignOfCudaCounts) {
 // The asynccheck command: a process that made no CUDA call (a shell that ran the program) reports only when no other
 // process did, or when monitoring was not on (the line saying why).
 TEST(Recording, TheCommandReportsTheProcessesThatUsedCudaAndTheFirstOnlyWithoutThem) {
-  EventLog shell, program, off;
+  EventLog shell, program, off, killed;
+  shell.run.end = "_exit";  // dash's way out: incomplete by its end alone
+  shell.run.complete = false;
   program.calls.emplace_back();
   off.run.monitoring = "off: no CUDA driver";
-  EXPECT_TRUE(command_reports(program, true));
-  EXPECT_TRUE(command_reports(program, false));
-  EXPECT_TRUE(command_reports(shell, false));
-  EXPECT_FALSE(command_reports(shell, true));
-  EXPECT_TRUE(command_reports(off, true));
+  killed.run.complete = false;  // an exit while a call was in flight: it may have used CUDA
+  EXPECT_EQ(command_reports({shell, program}), (std::vector<bool>{false, true}));
+  EXPECT_EQ(command_reports({shell}), (std::vector<bool>{true}));
+  EXPECT_EQ(command_reports({shell, off, program}), (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(command_reports({shell, killed}), (std::vector<bool>{false, true}));
+  EXPECT_EQ(command_reports({}), std::vector<bool>{});
 }
 
 }  // namespace asynccheck

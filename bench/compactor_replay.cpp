@@ -13,10 +13,11 @@
 // environment also what the result kept at the end, by API and whether it has a stack, and its first calls and operations;
 // with COMPACTOR_REPLAY_FLUSH_PERIOD_MS=N, rounds as with the capture's flush_period option (below); with
 // COMPACTOR_REPLAY_TRACE=FILE, the Chrome trace drawn as the analysis lets the events go (report/trace_stream.h) and
-// written to FILE at the end, as `--trace` does: its memory is in the RESULT's, and a TRACE line says its size. With
-// COMPACTOR_REPLAY_LIVE=1, memory as in the capture: the rounds on a thread of their own (its own malloc arena), no
-// malloc_trim after them, the last round's calls left to finish() on the main thread, as the exiting thread does,
-// and rss_added_kb the process' peak resident memory (VmHWM, reset once the recording is read) over its start.
+// written to FILE at the end, as `--trace` does: its memory is in the RESULT's, and a TRACE line says its size and
+// how long writing the JSON took (write_s: what the program's exit waits for). With COMPACTOR_REPLAY_LIVE=1, memory
+// as in the capture: the rounds on a thread of their own (its own malloc arena), no malloc_trim after them, the last
+// round's calls left to finish() on the main thread, as the exiting thread does, and rss_added_kb the process' peak
+// resident memory (VmHWM, reset once the recording is read) over its start.
 // COMPACTOR_REPLAY_ROUND_CALLS=N: rounds of N calls (the capture's compact_round), chunks of CHUNK_CALLS.
 #include <malloc.h>
 #include <sys/resource.h>
@@ -246,13 +247,15 @@ int main(int argc, char** argv) {
     result.log.nvtx_ranges = log.nvtx_ranges;
     result.log.marks = log.marks;
     const report::ReportData data = report::make_report(result.log, result.analysis);
+    const auto written_from = std::chrono::steady_clock::now();
     if (!report::write_streamed_trace(trace, trace_path, true, 0, -1, data, error)) {
       std::fprintf(stderr, "%s\n", error.c_str());
       return 1;
     }
+    const double write_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - written_from).count();
     peak_kb = std::max(peak_kb, rss_kb());
     std::ifstream written(trace_path, std::ios::binary | std::ios::ate);
-    std::printf("TRACE bytes=%lld\n", static_cast<long long>(written.tellg()));
+    std::printf("TRACE bytes=%lld write_s=%.3f\n", static_cast<long long>(written.tellg()), write_s);
   }
   if (std::getenv("COMPACTOR_REPLAY_KEPT") != nullptr) {  // what stays, by API, role and whether it has a stack
     std::map<std::string, size_t> kinds;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <ostream>
@@ -48,10 +49,20 @@ std::string printable(std::string_view text, bool keep_newlines) {
   return out;
 }
 
-std::string json_string(std::string_view text) {
-  const std::string s = valid_utf8(text);
-  std::string out = "\"";
-  for (unsigned char c : s) {
+void append_json_string(std::string& out, std::string_view text) {
+  out += '"';
+  // Most strings (API names, call labels, kernel names) are printable ASCII with nothing to escape: copied whole,
+  // rather than checked for UTF-8 into a copy and then escaped a byte at a time.
+  auto plain = [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x80 && c != '"' && c != '\\';
+  };
+  if (std::all_of(text.begin(), text.end(), plain)) {
+    out.append(text);
+    out += '"';
+    return;
+  }
+  for (unsigned char c : valid_utf8(text)) {
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -68,7 +79,13 @@ std::string json_string(std::string_view text) {
         }
     }
   }
-  return out + "\"";
+  out += '"';
+}
+
+std::string json_string(std::string_view text) {
+  std::string out;
+  append_json_string(out, text);
+  return out;
 }
 
 namespace {

@@ -288,6 +288,7 @@ std::string file_kind(mode_t mode);
 
 // `s` as a JSON string literal, quotes included (control characters escaped; UTF-8 passed through).
 std::string json_string(std::string_view s);  // valid UTF-8 whatever `s` holds (invalid bytes: U+FFFD)
+void append_json_string(std::string& out, std::string_view s);  // json_string(s) appended to `out`
 std::string valid_utf8(std::string_view s);
 // Text from a program or a recording (names, paths, messages) made safe for a terminal: control characters (ESC,
 // BEL, CR, a C1 CSI; a newline unless `keep_newlines`) become \xHH or \u00HH, so that no name can retitle the

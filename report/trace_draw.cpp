@@ -1,6 +1,6 @@
 #include "report/trace_draw.h"
 
-#include <cstdio>
+#include <charconv>
 
 #include "report/report.h"
 
@@ -30,12 +30,12 @@ std::string_view sync_type_text(uint8_t k) {  // CUpti_ActivitySynchronizationTy
   return k < std::size(kNames) ? kNames[k] : "synchronization";
 }
 
-std::string q(std::string_view s) { return json_string(s); }
+// Lives as long as `s`: written in the expression that makes it.
+Quoted q(std::string_view s) { return {s}; }
 
 std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
+  char buf[24] = "0x";
+  return std::string(buf, std::to_chars(buf + 2, buf + sizeof buf, v, 16).ptr);
 }
 
 // `dur` of an interval, clamped at zero; a note for the arguments when it is zero.
@@ -113,12 +113,28 @@ SiteKey site_key(const std::vector<CallSite>& sites, uint32_t stack, rules::Rule
   return {site.known() ? site.where() + "|" + site.frame.function : "?", static_cast<int>(rule), api};
 }
 
-std::string api_name(const std::vector<std::string>& api_names, const ApiCall& c) {
-  return c.name < api_names.size() ? api_names[c.name] : "api#" + std::to_string(c.name);
+std::string_view api_name(const std::vector<std::string>& api_names, const ApiCall& c, std::string& made) {
+  if (c.name < api_names.size()) return api_names[c.name];
+  made = "api#" + std::to_string(c.name);
+  return made;
 }
 
-std::string call_label(const std::string& api, const ApiCall& c) {
-  return api + " (correlation " + std::to_string(c.correlation_id) + ", host thread " + std::to_string(c.thread) + ")";
+std::string api_name(const std::vector<std::string>& api_names, const ApiCall& c) {
+  std::string made;
+  return std::string(api_name(api_names, c, made));
+}
+
+void append_call_label(std::string& out, std::string_view api, const ApiCall& c) {
+  char buf[24];
+  out.append(api).append(" (correlation ");
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, c.correlation_id).ptr).append(", host thread ");
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, c.thread).ptr).append(")");
+}
+
+std::string call_label(std::string_view api, const ApiCall& c) {
+  std::string out;
+  append_call_label(out, api, c);
+  return out;
 }
 
 FindingDraw finding_draw(const EventLog& log, const Finding& f) {
@@ -127,13 +143,17 @@ FindingDraw finding_draw(const EventLog& log, const Finding& f) {
 
 // Microseconds with exactly three decimals: the nanoseconds survive, and every importer reads the same number.
 void Writer::us(uint64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%llu.%03llu", static_cast<unsigned long long>(ns / 1000),
-                static_cast<unsigned long long>(ns % 1000));
-  o_ << buf;
+  const auto frac = static_cast<unsigned>(ns % 1000);
+  const char decimals[] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                           static_cast<char>('0' + frac % 10)};
+  o_ << ns / 1000 << std::string_view(decimals, sizeof decimals);
 }
 
+// The text is handed to the stream between events, in blocks of about this size: one write(2) each for a file.
+constexpr size_t kBlockBytes = size_t{1} << 20;
+
 void Writer::begin_event() {
+  o_.spill(kBlockBytes);
   o_ << (first_ ? "\n" : ",\n");
   first_ = false;
 }
@@ -141,7 +161,7 @@ void Writer::begin_event() {
 void Writer::where(uint64_t pid, uint64_t tid) { o_ << ", \"pid\": " << pid << ", \"tid\": " << tid; }
 
 void Writer::meta(std::string_view name, uint64_t pid, const uint64_t* tid, std::string_view key,
-                  const std::string& value) {
+                  std::string_view value) {
   begin_event();
   o_ << "{\"name\": \"" << name << "\", \"ph\": \"M\", \"pid\": " << pid;
   if (tid) o_ << ", \"tid\": " << *tid;
@@ -151,11 +171,11 @@ void Writer::meta(std::string_view name, uint64_t pid, const uint64_t* tid, std:
 void Writer::metadata(const RunInfo& run, uint64_t host_pid, const TrackTable& tracks) {
   std::string program(base_name(run.program));
   if (program.empty()) program = "program";
-  meta("process_name", host_pid, nullptr, "name", q(program + " (host)"));
+  meta("process_name", host_pid, nullptr, "name", json_string(program + " (host)"));
   meta("process_sort_index", host_pid, nullptr, "sort_index", "0");  // the host first, then the GPUs in order
   uint64_t sort = 0;
   for (const Track& t : tracks.host) {
-    meta("thread_name", t.pid, &t.tid, "name", q(t.name));
+    meta("thread_name", t.pid, &t.tid, "name", json_string(t.name));
     meta("thread_sort_index", t.pid, &t.tid, "sort_index", std::to_string(sort++));
   }
   uint64_t pid = 0;
@@ -165,11 +185,11 @@ void Writer::metadata(const RunInfo& run, uint64_t host_pid, const TrackTable& t
       const uint64_t device = pid - kGpuPidBase;
       std::string name = "GPU " + std::to_string(device);
       if (!run.gpu.empty()) name += " (" + run.gpu + ")";
-      meta("process_name", pid, nullptr, "name", q(name));
+      meta("process_name", pid, nullptr, "name", json_string(name));
       meta("process_sort_index", pid, nullptr, "sort_index", std::to_string(device + 1));
       sort = 0;
     }
-    meta("thread_name", t.pid, &t.tid, "name", q(t.name));
+    meta("thread_name", t.pid, &t.tid, "name", json_string(t.name));
     meta("thread_sort_index", t.pid, &t.tid, "sort_index", std::to_string(sort++));
   }
 }
@@ -177,7 +197,8 @@ void Writer::metadata(const RunInfo& run, uint64_t host_pid, const TrackTable& t
 void Writer::call(const EventLog& log, const ApiCall& c, uint64_t pid, uint64_t tid, const std::vector<FindingDraw>& fs,
                   const std::string& suppressed) {
   const uint64_t end = end_of(c.start_ns, c.end_ns);
-  const std::string api = api_name(log.api_names, c);
+  std::string made;
+  const std::string_view api = api_name(log.api_names, c, made);
   const bool flagged = !fs.empty(), hidden = !flagged && !suppressed.empty();
   begin_event();
   o_ << "{\"name\": " << q(api) << ", \"cat\": \""
@@ -249,24 +270,28 @@ void Writer::mark(const Mark& m, uint64_t pid, uint64_t tid) {
 }
 
 const std::string& Writer::demangled(const std::string& name) {
+  if (last_demangled_ && last_demangled_->first == name) return last_demangled_->second;
   auto it = demangled_.find(name);
   if (it == demangled_.end()) it = demangled_.emplace(name, demangle(name)).first;
+  last_demangled_ = &*it;
   return it->second;
 }
 
 void Writer::op(const GpuOp& op, const Track& t, const std::string& call, const std::vector<NoteDraw>& notes,
                 const FlowDraw* flow, const std::vector<DelayDraw>& delayed) {
   const uint64_t end = end_of(op.start_ns, op.end_ns);
-  std::string name;
+  const std::string* shown = op.kind == GpuOpKind::Kernel && !op.name.empty() ? &demangled(op.name) : nullptr;
+  std::string made;  // a name made for this op (the others are a kernel's, or constants)
+  std::string_view name;
   switch (op.kind) {
     case GpuOpKind::Memcpy:
-      name = "memcpy " + std::string(copy_kind_text(op.copy_kind)) + " " + format_bytes(op.bytes);
+      name = made = "memcpy " + std::string(copy_kind_text(op.copy_kind)) + " " + format_bytes(op.bytes);
       break;
-    case GpuOpKind::Memset: name = "memset " + format_bytes(op.bytes); break;
-    case GpuOpKind::Kernel: name = op.name.empty() ? std::string("kernel") : demangled(op.name); break;
-    case GpuOpKind::Sync: name = std::string(sync_type_text(op.sync_type)); break;
+    case GpuOpKind::Memset: name = made = "memset " + format_bytes(op.bytes); break;
+    case GpuOpKind::Kernel: name = shown ? std::string_view(*shown) : "kernel"; break;
+    case GpuOpKind::Sync: name = sync_type_text(op.sync_type); break;
     case GpuOpKind::Migration:
-      name = std::string("migration ") + (op.copy_kind == 2 ? "DtoH " : "HtoD ") + format_bytes(op.bytes);
+      name = made = std::string("migration ") + (op.copy_kind == 2 ? "DtoH " : "HtoD ") + format_bytes(op.bytes);
       break;
   }
   begin_event();
@@ -286,8 +311,7 @@ void Writer::op(const GpuOp& op, const Track& t, const std::string& call, const 
        << " -> " << memory_kind_text(op.dst_kind) << "\"";
   }
   if (op.kind == GpuOpKind::Memset) o_ << ", \"memory\": \"" << memory_kind_text(op.dst_kind) << "\"";
-  if (op.kind == GpuOpKind::Kernel && !op.name.empty() && demangled(op.name) != op.name)
-    o_ << ", \"mangled\": " << q(op.name);
+  if (shown && *shown != op.name) o_ << ", \"mangled\": " << q(op.name);
   if (!call.empty()) o_ << ", \"call\": " << q(call);
   if (op.end_ns <= op.start_ns) o_ << ", \"note\": " << q(zero_note(op.start_ns, op.end_ns));
   if (!notes.empty()) {
@@ -346,6 +370,7 @@ void Writer::other_data(const RunInfo& r, const Counts& n) {
      << ", \"findings\": " << n.findings - n.suppressed << ", \"findings_suppressed\": " << n.suppressed
      << ", \"flagged_marks\": " << flagged_marks_ << ", \"flows\": " << flows_
      << ", \"flows_skipped_too_short\": " << flows_skipped_ << ", \"overlap_tracks\": " << n.overlap_tracks << "}\n}\n";
+  o_.spill(0);
 }
 
 }  // namespace asynccheck::report::trace

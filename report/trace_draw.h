@@ -4,12 +4,15 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <map>
 #include <set>
 #include <tuple>
 #include <ostream>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "analysis/events.h"
@@ -110,16 +113,64 @@ std::set<SiteKey> suppressed_keys(const ReportData& data);
 // `sites`: call_sites() of the log, by stack id - 1.
 SiteKey site_key(const std::vector<CallSite>& sites, uint32_t stack, rules::RuleId rule, const std::string& api);
 
-// How a call is named in the arguments of other events.
-std::string call_label(const std::string& api, const ApiCall& c);
-// The API's name from the log's table.
+// How a call is named in the arguments of other events: returned, or appended to `out` (a label made per event in a
+// buffer of the caller's costs no allocation).
+std::string call_label(std::string_view api, const ApiCall& c);
+void append_call_label(std::string& out, std::string_view api, const ApiCall& c);
+// The API's name from the log's table: a copy, or a view of the table (or, for a number it does not hold, of `made`).
 std::string api_name(const std::vector<std::string>& api_names, const ApiCall& c);
+std::string_view api_name(const std::vector<std::string>& api_names, const ApiCall& c, std::string& made);
 // The findings of `f` as the trace draws them (the evidence text read from `log`, whose ops `f` indexes).
 FindingDraw finding_draw(const EventLog& log, const Finding& f);
 // The notes of one operation, from the findings' (order, note) pairs: in the order of the findings (by `order`,
 // then kind), each (finding, kind) once.
 template <typename Order>
 std::vector<NoteDraw> sorted_notes(std::vector<std::pair<Order, NoteDraw>> notes);
+
+// A string written quoted, escaped as JSON (json_string).
+struct Quoted {
+  std::string_view text;
+};
+
+// The JSON's text, formatted into a buffer of our own and written to the stream a block at a time: a trace has
+// millions of events of a dozen fields each, and std::ostream's cost per field (a sentry, the locale's facets, a
+// virtual call) was most of the time it took to write one. Numbers are written as std::ostream writes them.
+class JsonText {
+ public:
+  explicit JsonText(std::ostream& out) : out_(out) {}
+  JsonText(const JsonText&) = delete;
+  JsonText& operator=(const JsonText&) = delete;
+  ~JsonText() { spill(0); }
+  JsonText& operator<<(std::string_view s) {
+    b_.append(s);
+    return *this;
+  }
+  JsonText& operator<<(char c) {
+    b_ += c;
+    return *this;
+  }
+  JsonText& operator<<(Quoted q) {
+    append_json_string(b_, q.text);
+    return *this;
+  }
+  template <typename Int, typename = std::enable_if_t<std::is_integral_v<Int>>>
+  JsonText& operator<<(Int v) {
+    static_assert(sizeof(Int) > 1, "std::ostream writes a char or a bool as such, not as a number");
+    char buf[24];
+    b_.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+    return *this;
+  }
+  // Writes the buffered text to the stream once there is more than `above` bytes of it.
+  void spill(size_t above) {
+    if (b_.size() <= above) return;
+    out_.write(b_.data(), static_cast<std::streamsize>(b_.size()));
+    b_.clear();
+  }
+
+ private:
+  std::ostream& out_;
+  std::string b_;
+};
 
 // Writes the events, one at a time, with timestamps relative to `origin` (the earliest of the run).
 class Writer {
@@ -146,13 +197,14 @@ class Writer {
   void us(uint64_t ns);
   void begin_event();
   void where(uint64_t pid, uint64_t tid);
-  void meta(std::string_view name, uint64_t pid, const uint64_t* tid, std::string_view key, const std::string& value);
+  void meta(std::string_view name, uint64_t pid, const uint64_t* tid, std::string_view key, std::string_view value);
   const std::string& demangled(const std::string& name);
 
-  std::ostream& o_;
+  JsonText o_;
   uint64_t origin_;
   bool first_ = true;
   std::map<std::string, std::string> demangled_;
+  const std::pair<const std::string, std::string>* last_demangled_ = nullptr;  // runs of one kernel are common
   uint64_t flows_ = 0, flows_skipped_ = 0, flagged_marks_ = 0;
 };
 

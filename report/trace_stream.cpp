@@ -400,6 +400,7 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
   };
   Previous got;                    // as the records were written
   std::vector<std::string> names;  // the kernels' names, by number
+  std::string call, made;          // an operation's: the label of the call that enqueued it, its API's name if made
   uint64_t suppressed = 0, flows = 0;
   for (uint64_t kind = r.u(); r.ok; kind = r.u()) {
     if (kind == kCall) {
@@ -452,14 +453,14 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
       op.correlation_id = r.delta(got.op_corr);
       op.name = op_name(r, names);
       const uint64_t enqueued = r.u();
-      std::string call;
+      call.clear();
       FlowDraw flow;
       if (enqueued != kNoCall) {
         ApiCall by;
         by.name = static_cast<uint16_t>(r.u());
         by.correlation_id = op.correlation_id + unzigzag(r.u());
         by.thread = static_cast<uint32_t>(r.u());
-        call = label(by);
+        append_call_label(call, api_name(api_names_, by, made), by);
         if (enqueued == kCallAndFlow) {
           flow.id = ++flows;
           flow.call_start = op.start_ns + unzigzag(r.u());

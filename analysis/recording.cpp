@@ -799,12 +799,17 @@ bool used_cuda(const EventLog& log) {
 }
 
 std::vector<bool> command_reports(const std::vector<EventLog>& logs) {
-  // In a hand-off, an end other than exit() marks the run incomplete by itself (dash leaves by _exit): only an
-  // incomplete exit says a call may have been in flight.
-  auto used = [](const EventLog& log) { return signs_of_cuda(log) || (!log.run.complete && log.run.end == "exit"); };
-  const bool any = std::any_of(logs.begin(), logs.end(), used);
+  // In a hand-off, an end by _exit, _Exit or quick_exit marks the run incomplete by itself (dash leaves by _exit):
+  // then only the signs count. An incomplete exit, or a signal, may have come in the middle of a first CUDA call.
+  auto used = [](const EventLog& log) {
+    const bool quick_end = log.run.end == "_exit" || log.run.end == "_Exit" || log.run.end == "quick_exit";
+    return signs_of_cuda(log) || (!log.run.complete && !quick_end);
+  };
+  // Reported for a reason of its own: it used CUDA, or monitoring was not on (the line saying why).
+  auto own_reason = [&](const EventLog& log) { return used(log) || !monitoring_whole(log.run.monitoring); };
+  const bool any = std::any_of(logs.begin(), logs.end(), own_reason);
   std::vector<bool> out;
-  for (const EventLog& log : logs) out.push_back(!any || used(log) || !monitoring_whole(log.run.monitoring));
+  for (const EventLog& log : logs) out.push_back(!any || own_reason(log));
   return out;
 }
 

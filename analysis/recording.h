@@ -65,8 +65,9 @@ bool used_cuda(const EventLog& log);
 
 // Which of its program's processes the asynccheck command writes reports for (interpose/lineage.h says which hand a
 // run over), one answer per log: a process that made no CUDA call, where monitoring was on, is the program the user
-// asked about only when no process did (a shell running the program: its report of nothing would take the path the
-// program's report needs). Monitoring off or stopped is always reported: why is what the user needs.
+// asked about only when no process has a report of its own to make (a shell running the program, compute-sanitizer's
+// launcher: its report of nothing would take the path the program's report needs). A process that used CUDA, or
+// where monitoring was off or stopped (why is what the user needs), is always reported.
 std::vector<bool> command_reports(const std::vector<EventLog>& logs);
 
 }  // namespace asynccheck

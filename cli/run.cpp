@@ -26,10 +26,21 @@ namespace fs = std::filesystem;
 namespace asynccheck::cli {
 namespace {
 
-// Where each process of the program draws its trace: in the command's own directory, one file per process, which the
+// Where each process of the program draws its trace: a directory of the command's, one file per process, which the
 // command then puts in place in pid order as it does the other reports (whichever process ended last does not win).
+// The directory is made beside the trace's path when that names one, so that a trace of gigabytes is drawn on the
+// filesystem the user chose and moved into place, not copied out of a small /tmp; else the command's own directory.
 constexpr const char* kTraceInDir = "/trace.%p.json";
 fs::path trace_of(const std::string& dir, int pid) { return dir + "/trace." + std::to_string(pid) + ".json"; }
+
+std::string trace_directory(const std::string& trace, const std::string& command_dir) {
+  if (trace.empty() || trace == kStdout) return command_dir;
+  std::error_code ec;
+  const fs::path parent = fs::absolute(trace, ec).parent_path();
+  if (ec || parent.string().find('%') != std::string::npos || !fs::is_directory(parent, ec)) return command_dir;
+  std::string tmpl = (parent / ".asynccheck-trace.XXXXXX").string();
+  return mkdtemp(tmpl.data()) ? tmpl : command_dir;
+}
 
 // The library's options for the program under test: it captures and analyzes, and hands its analyzed run over; the
 // command reports. What the analysis judges with (thresholds, the capture range) must reach it: the hand-off is final.
@@ -37,7 +48,7 @@ fs::path trace_of(const std::string& dir, int pid) { return dir + "/trace." + st
 // analysis streams (bounded memory) with or without one; the hand-off holds only what the other reports show, so the
 // process needs what decides the trace's suppressed findings as well: the suppressions, the library frames, the site
 // threshold and the source root, with the stacks resolved there (symbolize).
-std::string child_options(const Options& o, const std::string& dir) {
+std::string child_options(const Options& o, const std::string& dir, const std::string& trace_dir) {
   OutputFiles files;
   std::string error;
   output_files(o, files, error);
@@ -51,7 +62,7 @@ std::string child_options(const Options& o, const std::string& dir) {
     << ":stats=" << o.stats << ":summary=0:handoff=" << quoted_value(dir + "/run.%p.rec");
   const bool trace = !files.trace.empty();
   if (trace) {
-    s << ":trace=" << quoted_value(dir + kTraceInDir) << ":site_threshold=" << o.site_threshold << "ns";
+    s << ":trace=" << quoted_value(trace_dir + kTraceInDir) << ":site_threshold=" << o.site_threshold << "ns";
     // Files read at the process's start, before the program can change directory; still made absolute, as the
     // source root is (read at the end), so that both name what they name in the command.
     if (!o.suppressions.empty()) s << ":suppressions=" << quoted_value(fs::absolute(o.suppressions).string());
@@ -95,12 +106,17 @@ bool place_trace(const std::string& dir, const std::string& trace, const EventLo
     return false;
   }
   if (trace != kStdout)
-    return report::copy_into_place(drawn.string(), expand_path(trace, log.run.pid, log.run.rank), overwrite, error);
+    return report::place_file(drawn.string(), expand_path(trace, log.run.pid, log.run.rank), overwrite, error);
   std::ifstream in(drawn, std::ios::binary);
   std::cout << in.rdbuf();
   std::cout.flush();
-  if (!in.eof() && in.fail()) error = "cannot read '" + drawn.string() + "'";
-  return static_cast<bool>(std::cout) && error.empty();
+  if (!std::cout) {
+    error = "cannot write the trace of process " + std::to_string(log.run.pid) + " to standard output";
+    std::cout.clear();  // the next process's report may still go there
+  } else if (!in.eof() && in.fail()) {
+    error = "cannot read '" + drawn.string() + "'";
+  }
+  return error.empty();
 }
 
 // The library is looked for from the command's own path, never from the environment, so that a command always
@@ -164,12 +180,16 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   char tmpl[] = "/tmp/asynccheck.XXXXXX";
   if (!mkdtemp(tmpl)) return usage_error(std::string("cannot create a temporary directory: ") + std::strerror(errno));
   const std::string dir = tmpl;
+  OutputFiles files;
+  output_files(cli.opts, files, error);
+  const std::string& trace = files.trace;
+  const std::string trace_dir = trace_directory(trace, dir);
   pid_t pid = fork();
   if (pid == 0) {
     const char* old = getenv("LD_PRELOAD");
     std::string preload = lib.string() + (old && *old ? std::string(":") + old : "");
     setenv("LD_PRELOAD", preload.c_str(), 1);
-    setenv("ASYNCCHECK_OPTIONS", child_options(cli.opts, dir).c_str(), 1);
+    setenv("ASYNCCHECK_OPTIONS", child_options(cli.opts, dir, trace_dir).c_str(), 1);
     std::vector<char*> argv;
     for (size_t k = i; k < args.size(); ++k) argv.push_back(args[k].data());
     argv.push_back(nullptr);
@@ -183,17 +203,16 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
   signal(SIGQUIT, SIG_IGN);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  // A reader of our standard output that went away (`--trace=- | head`) fails a write, not the command: the
+  // directories below are still removed.
+  signal(SIGPIPE, SIG_IGN);
   int override_code = -1;
   bool write_failed = false;
   std::vector<fs::path> recordings;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() == ".rec") recordings.push_back(entry.path());
   }
-  std::sort(recordings.begin(), recordings.end());  // one report per process, in pid order
   const Options report_options = command_report_options(cli.opts);
-  OutputFiles files;
-  output_files(cli.opts, files, error);
-  const std::string& trace = files.trace;
   std::vector<EventLog> logs;
   for (const fs::path& path : recordings) {
     EventLog log;
@@ -201,15 +220,19 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
       logs.push_back(std::move(log));
     } else {
       std::cerr << "asynccheck: ERROR: " << report::printable(error) << "\n";
+      write_failed = true;
     }
   }
+  // One report per process, in pid order (not the file names' order: pid 100002 comes after 99998).
+  std::stable_sort(logs.begin(), logs.end(),
+                   [](const EventLog& a, const EventLog& b) { return a.run.pid < b.run.pid; });
   const std::vector<bool> reported = command_reports(logs);
   for (size_t k = 0; k < logs.size(); ++k) {
     if (!reported[k]) continue;
     EventLog& log = logs[k];
     const report::Emitted emitted = report::emit(log, nullptr, report_options, inputs);
     write_failed |= emitted.write_failed;
-    if (!trace.empty() && !place_trace(dir, trace, log, cli.opts.overwrite, error)) {
+    if (!trace.empty() && !place_trace(trace_dir, trace, log, cli.opts.overwrite, error)) {
       std::cerr << "asynccheck: ERROR: " << report::printable(error) << "\n";
       write_failed = true;
     }
@@ -217,7 +240,9 @@ int run_command(std::vector<std::string>& args, Cli& cli, const char* argv0) {
     // Monitoring off in one process outweighs findings in another: part of the program went unchecked.
     if (code >= 0 && override_code != report::kMonitoringOffExitCode) override_code = code;
   }
-  fs::remove_all(dir);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (trace_dir != dir) fs::remove_all(trace_dir, ec);  // the traces of processes not reported, or not put in place
   if (recordings.empty() && cli.opts.require_monitoring && WIFEXITED(status)) {
     // No process left a recording: the library never ran in the program (a static binary, secure execution). A
     // program killed by a signal ends by it below, as always.

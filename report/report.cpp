@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "report/suppressions.h"
 
 namespace asynccheck::report {
+namespace fs = std::filesystem;
 namespace {
 
 // Our lines share stderr with the program: one write(2) each, so they are never interleaved mid-line.
@@ -247,6 +249,15 @@ bool copy_into_place(const std::string& from, const std::string& path, bool over
     return false;
   }
   return move_into_place(tmp, path, overwrite, error);
+}
+
+bool place_file(const std::string& from, const std::string& path, bool overwrite, std::string& error) {
+  struct stat a {
+  }, b{};
+  const std::string parent = fs::path(path).parent_path().string();
+  if (stat(from.c_str(), &a) == 0 && stat(parent.empty() ? "." : parent.c_str(), &b) == 0 && a.st_dev == b.st_dev)
+    return move_into_place(from, path, overwrite, error);
+  return copy_into_place(from, path, overwrite, error);
 }
 
 bool prepare_report(const Options& options, int pid, const Rank& rank, ReportInputs& inputs, std::string& error) {

@@ -277,6 +277,9 @@ bool move_into_place(const std::string& tmp, const std::string& path, bool overw
 // write_file's way (a temporary file beside `path`, moved into place; `overwrite` as for a report) for the bytes of
 // the file `from`, read a MiB at a time (a trace can be gigabytes).
 bool copy_into_place(const std::string& from, const std::string& path, bool overwrite, std::string& error);
+// The file `from` (a temporary one of ours) at `path`, as a report is put there: moved when both are on one
+// filesystem (link or rename, no copy), else copied (copy_into_place).
+bool place_file(const std::string& from, const std::string& path, bool overwrite, std::string& error);
 
 // The checks of write_file that can be made before anything is written (see prepare_report).
 bool check_output_path(const std::string& path, bool overwrite, std::string& error);

@@ -47,15 +47,19 @@ constexpr uint64_t kMaxString = uint64_t{1} << 24;
 struct Reader {
   std::FILE* f;
   bool ok = true;
+  bool damaged = false;  // a number cut short by the end of the file, or longer than any we write
   uint64_t u() {
     uint64_t v = 0;
-    for (int shift = 0; ok && shift < 64; shift += 7) {
-      const int b = getc_unlocked(f);
-      ok = b != EOF;
+    for (int shift = 0;; shift += 7) {
+      const int b = ok ? getc_unlocked(f) : EOF;
+      if (b == EOF || shift >= 64) {
+        damaged = damaged || (ok && (shift > 0 || b != EOF));
+        ok = false;
+        return 0;
+      }
       v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) break;
+      if (!(b & 0x80)) return v;
     }
-    return ok ? v : 0;
   }
   uint64_t delta(uint64_t& prev) { return prev += unzigzag(u()); }
   std::string s() {
@@ -76,6 +80,10 @@ constexpr size_t kSpillBytes = size_t{1} << 16;
 std::string op_name(Reader& r, std::vector<std::string>& names) {
   const uint64_t id = r.u();
   if (r.ok && id == names.size()) names.push_back(r.s());
+  if (r.ok && id >= names.size()) {  // a number no name was written for
+    r.ok = false;
+    r.damaged = true;
+  }
   return id < names.size() ? names[id] : std::string();
 }
 
@@ -513,7 +521,7 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
       break;
     }
   }
-  const bool read = !damaged && std::feof(in) && !std::ferror(in);
+  const bool read = !damaged && !r.damaged && std::feof(in) && !std::ferror(in);
   std::fclose(in);
   if (!read) {
     error = "the trace's events could not be read back from '" + path_ + "'";

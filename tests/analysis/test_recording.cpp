@@ -434,6 +434,14 @@ TEST(Recording, TheCommandReportsTheProcessesThatUsedCudaAndTheFirstOnlyWithoutT
   EXPECT_EQ(command_reports({shell, off, program}), (std::vector<bool>{false, true, true}));
   EXPECT_EQ(command_reports({shell, killed}), (std::vector<bool>{false, true}));
   EXPECT_EQ(command_reports({}), std::vector<bool>{});
+  // Killed by a signal before its first call returned: it may have used CUDA.
+  EventLog signalled;
+  signalled.run.end = "signal SIGSEGV";
+  signalled.run.complete = false;
+  EXPECT_EQ(command_reports({shell, signalled}), (std::vector<bool>{false, true}));
+  // compute-sanitizer's launcher beside the program, whose CUPTI it took: the program's line says why.
+  EventLog launcher;
+  EXPECT_EQ(command_reports({launcher, off}), (std::vector<bool>{false, true}));
 }
 
 }  // namespace asynccheck

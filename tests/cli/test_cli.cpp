@@ -287,10 +287,10 @@ TEST_F(Cli, LibraryOptionsReachTheProgram) {
   EXPECT_NE(ranged.out.find(":capture_range=\"nvtx:train step\":"), std::string::npos) << ranged.out;
 }
 
-// --trace: the program's process draws the trace as its analysis lets the events go (the analysis keeps
-// streaming, compact=1) and writes it; the command writes the other reports from the hand-off and not the trace
-// again (a second write of the same file would fail: it exists, overwrite=0). Without a GPU the library fails open
-// and still writes a trace (with no events), which is what is checked here.
+// --trace: each process of the program draws its trace as its analysis lets the events go (the analysis keeps
+// streaming, compact=1), into a directory the command makes beside the trace's path; the command writes the other
+// reports from the hand-offs and puts each process's trace in place, in pid order. Without a GPU the library fails
+// open and still draws a trace (with no events), which is what is checked here.
 TEST_F(Cli, TheProgramsProcessWritesTheTrace) {
   // The process draws it in the command's directory, one file per process (whatever directory the program went
   // to), with what decides its suppressed findings; the command puts it in place, here under a path with the
@@ -303,15 +303,18 @@ TEST_F(Cli, TheProgramsProcessWritesTheTrace) {
                          "--library-frames=libfoo", "--", "/bin/bash", "-c", "echo \"$ASYNCCHECK_OPTIONS\"; cd /"});
   EXPECT_EQ(r.code(), 0) << r.err;
   EXPECT_EQ(r.err.find("asynccheck: ERROR"), std::string::npos) << r.err;
-  const std::vector<std::string> wanted = {":compact=1:", "/trace.%p.json",
+  const std::vector<std::string> wanted = {":compact=1:",
+                                           "/.asynccheck-trace.",
+                                           "/trace.%p.json",
                                            ":suppressions=" + (dir_ / "s.supp").string() + ":",
-                                           ":library_frames=libfoo:", ":symbolize=1"};
+                                           ":library_frames=libfoo:",
+                                           ":symbolize=1"};
   for (const std::string& want : wanted) {
     EXPECT_NE((":" + r.out).find(want), std::string::npos) << want << " in " << r.out;
   }
   EXPECT_NE(slurp(trace).find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(slurp(json).find("\"sites\""), std::string::npos) << slurp(json);
-  // Its drawn events' file went away with it.
+  // Drawn beside it, moved into place: nothing else is left there (the events file, the directory it was drawn in).
   for (const auto& e : fs::directory_iterator(dir_ / "a b:c")) EXPECT_EQ(e.path().filename(), "t.json");
 
   // --format=trace under --output is the same trace; the command writes the other formats.
@@ -330,8 +333,28 @@ TEST_F(Cli, TheProgramsProcessWritesTheTrace) {
   EXPECT_EQ(r.err.find("WARNING"), std::string::npos) << r.err;
   EXPECT_NE(slurp(exec_trace).find("\"traceEvents\""), std::string::npos);
   for (const auto& e : fs::directory_iterator(dir_)) {
-    EXPECT_EQ(e.path().filename().string().find(".events."), std::string::npos) << e.path();
+    EXPECT_EQ(e.path().filename().string().find("asynccheck-trace"), std::string::npos) << e.path();
   }
+
+  // %p: the command names the file by the process's pid; "-": the trace on the command's standard output, after the
+  // program's own.
+  r = asynccheck({"--trace=" + (dir_ / "pid.%p.json").string(), "--", "/bin/bash", "-c", "true"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  size_t by_pid = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) by_pid += e.path().filename().string().rfind("pid.", 0) == 0;
+  EXPECT_EQ(by_pid, 1u);
+  r = asynccheck({"--trace=-", "--", "/bin/bash", "-c", "echo program"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  EXPECT_EQ(r.out.rfind("program\n{\"traceEvents\"", 0), 0u) << r.out.substr(0, 200);
+  // An existing trace stays unless --overwrite (refused before the program runs: a usage error).
+  std::ofstream(dir_ / "kept.json") << "mine";
+  r = asynccheck({"--trace=" + (dir_ / "kept.json").string(), "--", "/bin/bash", "-c", "true"});
+  EXPECT_EQ(r.code(), 2) << r.err;
+  EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp((dir_ / "kept.json").string()), "mine");
+  r = asynccheck({"--trace=" + (dir_ / "kept.json").string(), "--overwrite", "--", "/bin/bash", "-c", "true"});
+  EXPECT_EQ(r.code(), 0) << r.err;
+  EXPECT_NE(slurp((dir_ / "kept.json").string()).find("\"traceEvents\""), std::string::npos);
 
   // Without a trace the process resolves no stacks and gets none of the trace's options.
   r = asynccheck({"--", "/bin/bash", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});

@@ -169,15 +169,16 @@ void analyze_loop() {
       g.feed->compact_chunk(horizon);
       advanced_to = horizon;
     }
-    // After a flood, the chunks' temporaries leave holes in the heap that glibc keeps: give them back, at most
-    // once a second. Not in a program the analysis keeps up with (its heap stays the same size: RSS at 10M
-    // calls measured the same with and without trimming), because malloc_trim locks every arena in turn, the
-    // program's own included: a Python thread that allocates waits for it to walk a heap of gigabytes.
+    // After a flood, the chunks' temporaries leave holes in the heap that glibc keeps: give them back once the
+    // backlog is drained, at most once a second. Not during the flood: the memory is needed again at once, and
+    // malloc_trim locks every arena in turn, the collecting thread's and the program's own included (a Python
+    // thread that allocates waits for it to walk a heap of gigabytes). Not in a program the analysis keeps up with
+    // (its heap stays the same size: RSS at 10M calls measured the same with and without trimming).
     const auto now = std::chrono::steady_clock::now();
-    if (fell_behind && now - last_trim >= std::chrono::seconds(1)) {
+    if (fell_behind && drained && now - last_trim >= std::chrono::seconds(1)) {
       malloc_trim(0);
       last_trim = now;
-      fell_behind = !drained;
+      fell_behind = false;
     }
     lock.lock();
     // Drained: nothing to do until the next round.

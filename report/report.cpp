@@ -212,11 +212,15 @@ bool move_into_place(const std::string& tmp, const std::string& path, bool overw
   return true;
 }
 
-bool write_file(const std::string& path, const std::string& content, bool overwrite, std::string& error) {
+namespace {
+
+// A temporary file beside `path`, filled by `fill` (false: failed, `error` said why), then moved into place.
+template <typename Fill>
+bool write_beside(const std::string& path, bool overwrite, std::string& error, Fill fill) {
   std::string tmp;
   const int fd = open_beside(path, tmp, error);
   if (fd < 0) return false;
-  const bool written = write_all(fd, content, path, error);
+  const bool written = fill(fd);
   close(fd);
   if (!written) {
     unlink(tmp.c_str());
@@ -225,30 +229,26 @@ bool write_file(const std::string& path, const std::string& content, bool overwr
   return move_into_place(tmp, path, overwrite, error);
 }
 
+}  // namespace
+
+bool write_file(const std::string& path, const std::string& content, bool overwrite, std::string& error) {
+  return write_beside(path, overwrite, error, [&](int fd) { return write_all(fd, content, path, error); });
+}
+
 bool copy_into_place(const std::string& from, const std::string& path, bool overwrite, std::string& error) {
   std::ifstream in(from, std::ios::binary);
   if (!in) {
     error = "cannot read '" + from + "'";
     return false;
   }
-  std::string tmp;
-  const int fd = open_beside(path, tmp, error);
-  if (fd < 0) return false;
-  std::vector<char> buffer(size_t{1} << 20);
-  bool written = true;
-  while (written && in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())).gcount() > 0) {
-    written = write_all(fd, std::string_view(buffer.data(), static_cast<size_t>(in.gcount())), path, error);
-  }
-  if (written && in.bad()) {
-    error = "cannot read '" + from + "'";
-    written = false;
-  }
-  close(fd);
-  if (!written) {
-    unlink(tmp.c_str());
-    return false;
-  }
-  return move_into_place(tmp, path, overwrite, error);
+  return write_beside(path, overwrite, error, [&](int fd) {
+    std::vector<char> buffer(size_t{1} << 20);
+    while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())).gcount() > 0) {
+      if (!write_all(fd, std::string_view(buffer.data(), static_cast<size_t>(in.gcount())), path, error)) return false;
+    }
+    if (in.bad()) error = "cannot read '" + from + "'";
+    return !in.bad();
+  });
 }
 
 bool place_file(const std::string& from, const std::string& path, bool overwrite, std::string& error) {

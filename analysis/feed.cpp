@@ -330,7 +330,11 @@ void AnalysisFeed::release_untimed(bool all) {
 void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
-  const size_t k = std::min(chunk_calls_, backlog_calls_.size());
+  // Behind (more than two chunks waiting: a flood), chunks of twice the size. Each step indexes the window as well as
+  // its chunk (streaming.h), and with 8 threads flooding the window is more than a chunk (~27k calls): a larger chunk
+  // spreads that over more calls. Not otherwise: a chunk's temporaries are part of the memory a run adds.
+  const size_t chunk = backlog_calls_.size() > 2 * chunk_calls_ ? 2 * chunk_calls_ : chunk_calls_;
+  const size_t k = std::min(chunk, backlog_calls_.size());
   const uint64_t next = k < backlog_calls_.size() ? backlog_calls_[k].start_ns : UINT64_MAX;
   std::vector<ApiCall> calls = take_front(backlog_calls_, backlog_calls_.begin() + static_cast<std::ptrdiff_t>(k));
   // Every record that came: a call's description reads its own work, which may start after later calls began (queued

@@ -224,4 +224,17 @@ struct EventLog {
   std::vector<Finding> findings;
 };
 
+// `from`'s run, the tables its events refer to (API names, stacks, symbols, modules, NVTX names) and its marks, into
+// `to`: what a streamed result leaves to its caller (streaming.h: StreamingAnalysis::Result), and what a recording
+// written as the run went ends with.
+inline void copy_run_and_tables(const EventLog& from, EventLog& to) {
+  to.run = from.run;
+  to.api_names = from.api_names;
+  to.stacks = from.stacks;
+  to.symbols = from.symbols;
+  to.modules = from.modules;
+  to.nvtx_ranges = from.nvtx_ranges;
+  to.marks = from.marks;
+}
+
 }  // namespace asynccheck

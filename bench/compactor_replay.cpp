@@ -240,12 +240,7 @@ int main(int argc, char** argv) {
   }
   const EventLog& end = result.log;
   if (trace_path) {  // as the library's end does (core.cpp: emit_report)
-    result.log.run = log.run;
-    result.log.api_names = log.api_names;
-    result.log.stacks = log.stacks;
-    result.log.symbols = log.symbols;
-    result.log.nvtx_ranges = log.nvtx_ranges;
-    result.log.marks = log.marks;
+    copy_run_and_tables(log, result.log);
     const report::ReportData data = report::make_report(result.log, result.analysis);
     const auto written_from = std::chrono::steady_clock::now();
     if (!report::write_streamed_trace(trace, trace_path, true, 0, -1, data, error)) {

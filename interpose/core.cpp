@@ -226,12 +226,7 @@ std::string stats_line(const EventLog& log) {
 void finish_recording(EventLog& log) {
   if (g_options->symbolize && log.symbols.empty()) report::symbolize_within_limit(log);
   EventLog tail;
-  tail.run = log.run;
-  tail.modules = log.modules;
-  tail.stacks = log.stacks;
-  tail.symbols = log.symbols;
-  tail.nvtx_ranges = log.nvtx_ranges;
-  tail.marks = log.marks;
+  copy_run_and_tables(log, tail);
   tail.carried.calls = log.run.unanalyzed_calls;
   tail.carried.ops = capture::stats().dropped_ops;
   std::string error;

@@ -191,12 +191,7 @@ std::vector<Delivered> rounds_of(const EventLog& log, int rounds) {
 // What the compactor holds at the end, with what the capture's finish() adds from the run itself.
 EventLog taken(AnalysisFeed& compactor, const EventLog& log, FeedStats* stats) {
   EventLog out = compactor.finish({}, {}, {}).log;
-  out.run = log.run;
-  out.api_names = log.api_names;
-  out.stacks = log.stacks;
-  out.symbols = log.symbols;
-  out.modules = log.modules;
-  out.nvtx_ranges = log.nvtx_ranges;
+  copy_run_and_tables(log, out);  // the marks too: the same the feed was given
   if (stats) *stats = compactor.stats();
   return out;
 }

@@ -215,12 +215,7 @@ TEST_F(Cli, CompactedRecordingsAnalyzeAtTheirThresholdOnly) {
   streaming.add(log.calls, log.ops);
   streaming.advance(end / 2);
   asynccheck::EventLog judged = streaming.finish().log;
-  judged.run = log.run;
-  judged.api_names = log.api_names;
-  judged.stacks = log.stacks;
-  judged.symbols = log.symbols;
-  judged.modules = log.modules;
-  judged.nvtx_ranges = log.nvtx_ranges;
+  asynccheck::copy_run_and_tables(log, judged);  // the marks too: the same the analysis was given
   ASSERT_LT(judged.calls.size(), log.calls.size());
   const fs::path compacted = dir_ / "compacted.rec";
   std::ofstream(compacted) << [&] {

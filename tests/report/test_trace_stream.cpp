@@ -114,13 +114,7 @@ std::string streamed_trace(const EventLog& log, int rounds, size_t chunk,
   }
   StreamingAnalysis::Result result = feed.finish({}, {}, {});
   // What the capture's end adds from the run itself (core.cpp: emit_report).
-  result.log.run = log.run;
-  result.log.api_names = log.api_names;
-  result.log.stacks = log.stacks;
-  result.log.symbols = log.symbols;
-  result.log.modules = log.modules;
-  result.log.nvtx_ranges = log.nvtx_ranges;
-  result.log.marks = log.marks;
+  copy_run_and_tables(log, result.log);
   ReportData data = make_report(result.log, result.analysis);
   suppress(data, suppressions);
   std::ostringstream out;

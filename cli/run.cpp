@@ -31,7 +31,6 @@ namespace {
 // The directory is made beside the trace's path when that names one, so that a trace of gigabytes is drawn on the
 // filesystem the user chose and moved into place, not copied out of a small /tmp; else the command's own directory.
 constexpr const char* kTraceInDir = "/trace.%p.json";
-fs::path trace_of(const std::string& dir, int pid) { return dir + "/trace." + std::to_string(pid) + ".json"; }
 
 std::string trace_directory(const std::string& trace, const std::string& command_dir) {
   if (trace.empty() || trace == kStdout) return command_dir;
@@ -99,7 +98,7 @@ Options command_report_options(const Options& o) {
 // Puts process `pid`'s trace (drawn in `dir`: child_options) where the trace option says, or on standard output.
 bool place_trace(const std::string& dir, const std::string& trace, const EventLog& log, bool overwrite,
                  std::string& error) {
-  const fs::path drawn = trace_of(dir, log.run.pid);
+  const fs::path drawn = expand_path(dir + kTraceInDir, log.run.pid, log.run.rank);
   std::error_code ec;
   if (!fs::exists(drawn, ec)) {
     error = "the trace of process " + std::to_string(log.run.pid) + " was not written (its error is above)";

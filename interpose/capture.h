@@ -28,10 +28,11 @@ struct Options {
   // Analyze the calls as the run goes (analysis/streaming.h; bounded memory). Off (compact=0), every event is kept
   // and analyzed at finish().
   bool streaming = true;
-  size_t round_calls = 16 * 1024;  // compact_round
-  size_t max_backlog = 262'144;    // compact_backlog (0 = no limit)
-  uint64_t flush_period_ns = 0;    // flush_period (0: a forced flush every round)
-  size_t activity_buffer_bytes = 4 << 20;
+  // The options of the same names (their defaults, and why: options/options.def), set by core.cpp.
+  size_t round_calls = 0;        // compact_round
+  size_t max_backlog = 0;        // compact_backlog (0 = no limit)
+  uint64_t flush_period_ns = 0;  // flush_period (0: a forced flush every round)
+  size_t activity_buffer_bytes = 0;
   size_t device_buffers = 0;       // 0: CUPTI's default
   size_t device_buffer_bytes = 0;  // 0: CUPTI's default
   // Runs once, on the first watched call (after the CUDA runtime registered its own exit handlers, so an atexit

@@ -62,11 +62,11 @@ struct Global {
   std::atomic<uint64_t> forced_flushes{0};  // likewise: rounds that flushed CUPTI by force (flush_period)
   // The analysis streams (bounded memory, analysis/feed.h): the collecting thread moves what the application threads
   // captured into the feed each round, and the analyzing thread analyzes it a chunk at a time, so that each chunk (and the wait of
-  // finish() for one) stays short however much piled up. Off when every event must be kept (trace).
+  // finish() for one) stays short however much piled up. Off with compact=0 (every event kept, analyzed at the end).
   bool streaming = false;
   rules::Environment env;
-  size_t round_calls = 16 * 1024;  // compact_round: a round starts when the threads hold this many calls
-  size_t max_backlog = 0;          // compact_backlog (0 = no limit)
+  size_t round_calls = 0;  // compact_round: a round starts when the threads hold this many calls
+  size_t max_backlog = 0;  // compact_backlog (0 = no limit)
   // flush_period (0: a forced flush every round) and when the last forced flush was (CUPTI timebase): every record
   // of work finished before it has been taken; between forced flushes the records horizon follows the records that
   // came (AnalysisFeed::records_before). Both the collecting thread's alone.
@@ -89,16 +89,17 @@ struct Global {
   uint64_t rounds_taken = 0;        // rounds the collector added: the analyzer waits for the next
 };
 
-// A round starts when the threads hold Global::round_calls calls (compact_round, 16k by default), or
+// A round starts when the threads hold Global::round_calls calls (compact_round, 4k by default), or
 // kRoundInterval after the last one, whichever comes first (checked every kPoll). Each chunk moves at most
 // kChunkCalls calls into the analysis. These bound what waits in buffers (the threads' logs, the backlog: ~150
 // bytes a call) and a chunk's temporaries (a few hundred bytes per call of the chunk and of what the margin keeps),
 // hence the memory added, and a chunk's duration (tens of ms), hence how long finish() waits. Halving them from 32k
-// took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200. The interval only matters to programs that
-// make fewer calls (a launch-bound PyTorch loop: ~35k a second, a round by count every half second): each round
-// starts with a flush of CUPTI's buffers, which the program's thread pays for (measured with a forced flush every
-// round, as before flush_period: rounds every 100 ms +38% against the floor's +23% on that loop, every second +33%;
-// 5 interleaved rounds each, H200; noisy).
+// took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200; rounds of 4k instead of 16k took 16 MiB more
+// off one thread's 1M calls, and with 8 threads flooding kept the backlog at half the size, at no cost per call
+// measurable against the noise (docs/performance.md). The interval only matters to programs that make fewer calls.
+// Each round starts with a flush of CUPTI's buffers; a forced one (flush_period) costs the program's threads: with a
+// forced flush every round, as before flush_period, a launch-bound PyTorch loop (~35k calls a second) cost +38%
+// against the floor's +23% with rounds every 100 ms, +33% every second (5 interleaved rounds each, H200; noisy).
 constexpr auto kPoll = std::chrono::milliseconds(10);
 constexpr auto kRoundInterval = std::chrono::seconds(1);
 constexpr size_t kChunkCalls = 16 * 1024;

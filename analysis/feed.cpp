@@ -256,12 +256,12 @@ void AnalysisFeed::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::
   stats_.late_ops += late;
   stats_.latest_late_ns = std::max(stats_.latest_late_ns, latest_late_ns);
   calls_before_ns_ = std::max(calls_before_ns_, calls_before_ns);
+  // Untimed work waits for the next chunk to release it (compact_chunk, before the analysis advances to a horizon
+  // that counts its record), not here: that needs the analysis' lock, and the collecting thread would wait for every
+  // step in progress whenever some work came untimed (CUPTI's device buffers used up in a flood: just when it must
+  // keep up).
   for (auto& [op, rounds] : untimed_) ++rounds;
   for (GpuOp& op : untimed) untimed_.emplace_back(std::move(op), 0);
-  if (!untimed_.empty()) {
-    std::lock_guard alock(analysis_mu_);
-    release_untimed(false);
-  }
   marks_ = std::move(marks);
   marks_new_ = true;
   merge_into(backlog_calls_, std::move(calls), by_start_call);

@@ -84,15 +84,6 @@ AtThread at_thread(const ApiCall& c, size_t buffered, size_t share, bool functio
   return AtThread::Keep;
 }
 
-size_t behind_at(uint64_t period_ns, size_t round_calls, size_t max_backlog) {
-  return period_ns == 0 ? 2 * round_calls : std::max(2 * round_calls, max_backlog / 2);
-}
-
-bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_t backlog, size_t max_backlog) {
-  if (period_ns == 0 || records_ns == 0 || now_ns >= records_ns + period_ns) return true;
-  return max_backlog != 0 && backlog >= max_backlog / 2;
-}
-
 void AnalysisFeed::count_shed(uint64_t calls, uint64_t lost) {
   std::lock_guard lock(mu_);
   count_shed_locked(calls, lost);

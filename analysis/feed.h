@@ -77,21 +77,6 @@ AtThread at_thread(const ApiCall& c, size_t buffered, size_t share, bool functio
 // (interpose/blocking_streams.h), so a call without a stack may still be a finding: never shed (above).
 bool on_legacy_stream(const ApiCall& c);
 
-// Whether a round flushes CUPTI by force (the flush_period option). A forced flush delivers the records
-// of all work finished so far; an ordinary one only the buffers whose records are all complete, in any order, so
-// the records horizon follows the calls still waiting for theirs (AnalysisFeed::records_before). Forced flushes make
-// CUPTI's device-buffer pool grow while several threads launch, and past its limit work comes untimed
-// (cupti/activity.cpp). So: every round when `period_ns` is 0; the first round (`records_ns` 0); when the records
-// horizon of the last round (`records_ns`) lagged `period_ns` (5 s by default) behind `now_ns` (a graph launch's
-// nodes, work queued that long, a record that never comes); and whenever the backlog held half of `max_backlog`
-// when the round began.
-bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_t backlog, size_t max_backlog);
-
-// The backlog size past which the analysis counts as behind (the capture takes from the threads at once, trims
-// the heap) and, with a flush period, goes on analyzing past the records horizon rather than shed: two rounds of
-// calls, or with a period the half of `max_backlog` that forces a flush (what waits for it is not "behind").
-size_t behind_at(uint64_t period_ns, size_t round_calls, size_t max_backlog);
-
 // Where the events given to the analysis go as well, a chunk at a time in start order (a recording written as the
 // run goes: report/recording_stream.h). Called under the analysis' lock (feed.h: AnalysisFeed), one call at a time.
 class EventSink {

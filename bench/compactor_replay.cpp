@@ -35,6 +35,7 @@
 #include <unordered_set>
 
 #include "analysis/feed.h"
+#include "analysis/pace.h"
 #include "analysis/recording.h"
 #include "report/trace_stream.h"
 

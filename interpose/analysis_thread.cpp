@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/pace.h"
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
 #include "interpose/capture.h"
@@ -119,11 +120,11 @@ void collect_loop() {
     lock.unlock();
     const auto now = std::chrono::steady_clock::now();
     behind = false;
-    if (now - last >= kRoundInterval || pending_calls(g) >= g.round_calls) {
+    if (round_due(now - last, pending_calls(g), g.round_calls)) {
       last = now;
       const Horizons h = take_from_threads(g);
       g.horizon_ns.store(std::min(h.calls, h.records), std::memory_order_release);
-      behind = pending_calls(g) >= g.round_calls;
+      behind = round_due({}, pending_calls(g), g.round_calls);
       lock.lock();
       ++g.rounds_taken;
       g.stop_cv.notify_all();  // the analyzer waits for a round
@@ -135,55 +136,22 @@ void collect_loop() {
   leave(g);
 }
 
-// No round for this long: the program is not flooding us (a round comes every round_calls calls, and at least every
-// kRoundInterval).
-constexpr auto kQuiet = std::chrono::milliseconds(100);
-
 void analyze_loop() {
   Global& g = global();
-  auto last_trim = std::chrono::steady_clock::now();
-  bool fell_behind = false;  // the backlog grew past two rounds since the last malloc_trim
-  // With flush_period the backlog holds what came since the records horizon (at worst since the last forced flush):
-  // behind only past the size that forces one.
-  const size_t behind_at = asynccheck::behind_at(g.flush_period_ns, g.round_calls, g.max_backlog);
-  uint64_t advanced_to = 0;                            // the horizon of the last chunk
-  auto last_round = std::chrono::steady_clock::now();  // when a round was last seen added
+  AnalyzerPace pace(g.flush_period_ns, g.round_calls, g.max_backlog, PaceClock::now());
   std::unique_lock lock(g.stop_mu);
   while (!g.stop) {
     const uint64_t round = g.rounds_taken;  // before the backlog is looked at: a round added after it wakes us
     lock.unlock();
     const uint64_t horizon = g.horizon_ns.load(std::memory_order_acquire);
-    const size_t backlog = g.feed->backlog_size();
-    if (backlog > behind_at) fell_behind = true;
-    // With flush_period, what started after the horizon waits in the backlog, rather than in the analysis' window
-    // where every chunk would judge it again until the records it waits for come; drained as far as it can be.
-    // Not past behind_at: a horizon held back by a call in flight (or a thread we could not lock) must not make the
-    // backlog shed, so the chunks go on into the analysis, as without a period.
-    const bool drained =
-        backlog == 0 || (g.flush_period_ns != 0 && g.feed->backlog_front_ns() >= horizon && backlog <= behind_at);
-    // The last chunk may have gone in with the round before's horizon (the round was added before its horizon was
-    // published): once no round came for kQuiet, the analysis still advances to this one, as one thread did each
-    // round. Not at once: in a flood that was a step over the whole window for nothing after every round.
-    const bool quiet = std::chrono::steady_clock::now() - last_round >= kQuiet;
-    if (!drained || (backlog == 0 && quiet && horizon > advanced_to)) {
-      g.feed->compact_chunk(horizon);
-      advanced_to = horizon;
-    }
-    // After a flood, the chunks' temporaries leave holes in the heap that glibc keeps: give them back once the
-    // backlog is drained, at most once a second. Not during the flood: the memory is needed again at once, and
-    // malloc_trim locks every arena in turn, the collecting thread's and the program's own included (a Python
-    // thread that allocates waits for it to walk a heap of gigabytes). Not in a program the analysis keeps up with
-    // (its heap stays the same size: RSS at 10M calls measured the same with and without trimming).
-    const auto now = std::chrono::steady_clock::now();
-    if (fell_behind && drained && now - last_trim >= std::chrono::seconds(1)) {
-      malloc_trim(0);
-      last_trim = now;
-      fell_behind = false;
-    }
+    const AnalyzerPace::Look look = pace.look(
+        horizon, g.feed->backlog_size(), [&] { return g.feed->backlog_front_ns(); }, PaceClock::now());
+    if (look.chunk) g.feed->compact_chunk(horizon);
+    if (pace.trim(look.drained, PaceClock::now())) malloc_trim(0);
     lock.lock();
     // Drained: nothing to do until the next round.
-    if (drained) g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop || g.rounds_taken != round; });
-    if (g.rounds_taken != round) last_round = std::chrono::steady_clock::now();
+    if (look.drained) g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop || g.rounds_taken != round; });
+    if (g.rounds_taken != round) pace.round_seen(PaceClock::now());
   }
   lock.unlock();
   leave(g);

@@ -90,7 +90,7 @@ struct Global {
 };
 
 // A round starts when the threads hold Global::round_calls calls (compact_round, 4k by default), or
-// kRoundInterval after the last one, whichever comes first (checked every kPoll). Each chunk moves at most
+// kRoundInterval after the last one, whichever comes first (checked every kPoll; analysis/pace.h). Each chunk moves at most
 // kChunkCalls calls into the analysis. These bound what waits in buffers (the threads' logs, the backlog: ~150
 // bytes a call) and a chunk's temporaries (a few hundred bytes per call of the chunk and of what the margin keeps),
 // hence the memory added, and a chunk's duration (tens of ms), hence how long finish() waits. Halving them from 32k
@@ -101,7 +101,6 @@ struct Global {
 // forced flush every round, as before flush_period, a launch-bound PyTorch loop (~35k calls a second) cost +38%
 // against the floor's +23% with rounds every 100 ms, +33% every second (5 interleaved rounds each, H200; noisy).
 constexpr auto kPoll = std::chrono::milliseconds(10);
-constexpr auto kRoundInterval = std::chrono::seconds(1);
 constexpr size_t kChunkCalls = 16 * 1024;
 // Shorter than streaming.h's default (50 ms): at a launch-bound loop's ~0.4M calls a second, what the margin keeps
 // is analyzed again in every chunk. It covers the skew between GPU and CPU timestamps. Records of work no watched

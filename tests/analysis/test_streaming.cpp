@@ -22,6 +22,7 @@
 
 #include "analysis/streaming.h"
 #include "analysis/feed.h"
+#include "analysis/pace.h"
 #include "analysis/recording.h"
 #include "report/recording_stream.h"
 #include "report/report.h"
@@ -247,22 +248,27 @@ TEST(AnalysisFeed, CollectingAndAnalyzingOnTwoThreadsReportsTheSame) {
         AnalysisFeed feed(compact_options(original, 200 * kUs), original.run.env, chunk);
         std::atomic<uint64_t> horizon{0};
         std::atomic<bool> added{false};
+        std::atomic<int> rounds_added{0};
+        // Paced as the capture's analyzing thread is (analysis/pace.h), without a flush period.
         std::thread analyzer([&] {
-          for (;;) {
+          AnalyzerPace pace(0, chunk, 0, PaceClock::now());
+          for (int seen = 0;;) {
             const bool all_added = added.load();  // before the backlog is looked at: nothing comes after
+            const int round = rounds_added.load();
             const uint64_t h = horizon.load();
-            if (h != 0 && feed.has_backlog()) {
-              feed.compact_chunk(h);
-            } else if (all_added) {
-              return;
-            } else {
-              std::this_thread::yield();
-            }
+            const AnalyzerPace::Look look = pace.look(
+                h, feed.backlog_size(), [&] { return feed.backlog_front_ns(); }, PaceClock::now());
+            if (look.chunk) feed.compact_chunk(h);
+            if (look.drained && all_added) return;
+            if (look.drained) std::this_thread::yield();
+            if (round != seen) pace.round_seen(PaceClock::now());
+            seen = round;
           }
         });
         for (const Delivered& d : rounds_of(original, rounds)) {
           feed.add(d.calls, d.ops, original.marks, d.time, d.horizon);
           horizon.store(std::min(d.horizon, feed.records_before(d.time, d.time)));
+          ++rounds_added;
         }
         added.store(true);
         analyzer.join();
@@ -579,19 +585,6 @@ TEST(AnalysisFeed, AGraphLaunchIsJudgedByItsFirstNodeEvenIfItEndsLast) {
   FeedStats st;
   const EventLog out = run_compactor_with_flush_period(b.log, rounds_of(b.log, 13), 2, false, 2 * kMs, 64, &st);
   EXPECT_EQ(json_of(out), expected);
-}
-
-TEST(AnalysisFeed, ForcedFlushesEveryRoundOrWhenTheRecordsLagAPeriod) {
-  EXPECT_TRUE(force_flush(5'000, 4'000, 0, 0, 0));            // a period of 0: every round
-  EXPECT_TRUE(force_flush(5'000, 0, 1'000'000, 0, 0));        // the first round
-  EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 10, 0));  // the records lag less than the period
-  EXPECT_FALSE(force_flush(1'003'999, 4'000, 1'000'000, 10, 0));
-  EXPECT_TRUE(force_flush(1'004'000, 4'000, 1'000'000, 10, 0));    // a period behind
-  EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 499, 1000));   // the backlog below half its limit
-  EXPECT_TRUE(force_flush(5'000, 4'000, 1'000'000, 500, 1000));    // at half: flush before it sheds
-  EXPECT_EQ(behind_at(0, 16'384, 262'144), 32'768u);               // two rounds
-  EXPECT_EQ(behind_at(5'000'000'000, 16'384, 262'144), 131'072u);  // what forces a flush
-  EXPECT_EQ(behind_at(5'000'000'000, 16'384, 0), 32'768u);         // no backlog limit: two rounds still
 }
 
 // A GPU far behind the host, as when several processes share it: ~1,000 launches queued at any time, the host held

@@ -1,0 +1,79 @@
+// When the capture's two analysis threads act (interpose/analysis_thread.cpp): what they decide from what they see,
+// apart from the threads, the locks and CUPTI, so that it is tested without either (tests/analysis/test_pace.cpp)
+// and the feed's two-thread tests pace the analysis as the capture does.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+namespace asynccheck {
+
+using PaceClock = std::chrono::steady_clock;
+
+// A round starts when the threads hold `round_calls` calls (compact_round), or kRoundInterval after the last one,
+// whichever comes first (the collecting thread looks every kPoll). The interval only matters to programs that make
+// few calls.
+inline constexpr auto kRoundInterval = std::chrono::seconds(1);
+bool round_due(PaceClock::duration since_last_round, size_t pending_calls, size_t round_calls);
+
+// Whether a round flushes CUPTI by force (the flush_period option). A forced flush delivers the records
+// of all work finished so far; an ordinary one only the buffers whose records are all complete, in any order, so
+// the records horizon follows the calls still waiting for theirs (AnalysisFeed::records_before). Forced flushes make
+// CUPTI's device-buffer pool grow while several threads launch, and past its limit work comes untimed
+// (cupti/activity.cpp). So: every round when `period_ns` is 0; the first round (`records_ns` 0); when the records
+// horizon of the last round (`records_ns`) lagged `period_ns` (5 s by default) behind `now_ns` (a graph launch's
+// nodes, work queued that long, a record that never comes); and whenever the backlog held half of `max_backlog`
+// when the round began.
+bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_t backlog, size_t max_backlog);
+
+// The backlog size past which the analysis counts as behind (the capture takes from the threads at once, trims
+// the heap) and, with a flush period, goes on analyzing past the records horizon rather than shed: two rounds of
+// calls, or with a period the half of `max_backlog` that forces a flush (what waits for it is not "behind").
+size_t behind_at(uint64_t period_ns, size_t round_calls, size_t max_backlog);
+
+// The analyzing thread's pace: after each look at the feed, whether it takes a chunk (AnalysisFeed::compact_chunk
+// up to the published horizon), waits for the next round, or gives the heap back.
+class AnalyzerPace {
+ public:
+  // No round for this long: the program is not flooding us (a round comes every round_calls calls, and at least
+  // every kRoundInterval).
+  static constexpr auto kQuiet = std::chrono::milliseconds(100);
+  // malloc_trim at most this often.
+  static constexpr auto kTrimEvery = std::chrono::seconds(1);
+
+  AnalyzerPace(uint64_t flush_period_ns, size_t round_calls, size_t max_backlog, PaceClock::time_point now);
+
+  struct Look {
+    bool chunk = false;    // take a chunk, up to the horizon
+    bool drained = false;  // nothing to analyze until the next round: wait for one
+  };
+  // What to do, seeing the published horizon, the backlog's size and the start of its first call (read only when
+  // asked: `front_ns()`, a lock of the feed's). A chunk it asks for is taken before the next look.
+  template <typename FrontNs>
+  Look look(uint64_t horizon_ns, size_t backlog, FrontNs front_ns, PaceClock::time_point now) {
+    if (backlog > behind_at_) fell_behind_ = true;
+    // With flush_period, what started after the horizon waits in the backlog, rather than in the analysis' window
+    // where every chunk would judge it again until the records it waits for come; drained as far as it can be.
+    // Not past behind_at: a horizon held back by a call in flight (or a thread we could not lock) must not make
+    // the backlog shed, so the chunks go on into the analysis, as without a period.
+    const bool drained = backlog == 0 || (flush_period_ns_ != 0 && backlog <= behind_at_ && front_ns() >= horizon_ns);
+    return decide(horizon_ns, backlog, drained, now);
+  }
+  // Whether to give the heap back now (after the look's chunk, if any).
+  bool trim(bool drained, PaceClock::time_point now);
+  // A round was added since the last look.
+  void round_seen(PaceClock::time_point now) { last_round_ = now; }
+
+ private:
+  Look decide(uint64_t horizon_ns, size_t backlog, bool drained, PaceClock::time_point now);
+
+  uint64_t flush_period_ns_;
+  size_t behind_at_;
+  uint64_t advanced_to_ = 0;          // the horizon of the last chunk
+  PaceClock::time_point last_round_;  // when a round was last seen added
+  PaceClock::time_point last_trim_;
+  bool fell_behind_ = false;  // the backlog grew past behind_at since the last trim
+};
+
+}  // namespace asynccheck

@@ -312,8 +312,16 @@ void AnalysisFeed::release_untimed(bool all) {
   }
   untimed_.resize(out);
   if (released.empty()) return;
-  if (sink_) sink_->write({}, released);
+  if (sink_) sink_ops_.insert(sink_ops_.end(), released.begin(), released.end());  // written by the caller
   analysis_.add({}, std::move(released));
+}
+
+// Written once the backlog's lock is let go (the collecting side does not wait for a recording's write), still
+// under the analysis' (the sinks are written one call at a time, in the analysis' order).
+void AnalysisFeed::write_sink(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
+  if (!sink_) return;
+  if (!calls.empty() || !ops.empty()) sink_->write(calls, ops);
+  if (!sink_ops_.empty()) sink_->write({}, std::exchange(sink_ops_, {}));
 }
 
 // Calls are taken whole, in start order: everything that started before the backlog's next call is then in the
@@ -333,13 +341,20 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   std::vector<GpuOp> ops = std::exchange(backlog_ops_, {});
   remember_launches(calls);
   // The chunk is in the analysis before the backlog is let go: the collecting side never sees its calls in neither.
+  // A sink gets a copy, written once the backlog's lock is let go.
   std::lock_guard alock(analysis_mu_);
   hand_over_counts();
-  if (sink_) sink_->write(calls, ops);
+  std::vector<ApiCall> sink_calls;
+  std::vector<GpuOp> sink_ops;
+  if (sink_) {
+    sink_calls = calls;
+    sink_ops = ops;
+  }
   analysis_.add(std::move(calls), std::move(ops));
   release_untimed(false);
   const bool drained = backlog_calls_.empty();
   lock.unlock();
+  write_sink(sink_calls, sink_ops);
   analysis_.advance(std::min(horizon_ns, next));
   if (drained) analysis_.release_scratch();  // the round is done: see release_scratch()
   FeedStats& st = chunk_stats_;
@@ -363,9 +378,10 @@ StreamingAnalysis::Result AnalysisFeed::finish(std::vector<ApiCall> calls, std::
   marks_ = std::move(marks);
   marks_new_ = true;
   hand_over_counts();
-  if (sink_) sink_->write(backlog_calls_, backlog_ops_);
+  write_sink(backlog_calls_, backlog_ops_);
   analysis_.add(std::exchange(backlog_calls_, {}), std::exchange(backlog_ops_, {}));
   release_untimed(true);
+  write_sink({}, {});
   StreamingAnalysis::Result r = analysis_.finish();
   chunk_stats_.kept_calls = r.log.calls.size();
   chunk_stats_.kept_ops = r.log.ops.size();

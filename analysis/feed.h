@@ -186,6 +186,9 @@ class AnalysisFeed {
   // It waits here instead until its call is in the analysis, at most kUntimedRounds rounds (a call shed or not
   // watched never comes); `second` counts the rounds it waited.
   void release_untimed(bool all);  // both locks held
+  // The sink's events: given, then what release_untimed released since (sink_ops_). Under the analysis' lock.
+  void write_sink(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);
+  std::vector<GpuOp> sink_ops_;
   static constexpr uint32_t kUntimedRounds = 16;
   std::vector<std::pair<GpuOp, uint32_t>> untimed_;
 

@@ -23,6 +23,7 @@
 #include "analysis/streaming.h"
 #include "analysis/feed.h"
 #include "analysis/pace.h"
+#include "tests/analysis/delivered_rounds.h"
 #include "analysis/recording.h"
 #include "report/recording_stream.h"
 #include "report/report.h"
@@ -34,15 +35,15 @@ namespace fs = std::filesystem;
 using rules::ApiKind;
 using rules::MemoryKind;
 using rules::RuleId;
+using test_rounds::compact_options;
+using test_rounds::Delivered;
+using test_rounds::options_for;
+using test_rounds::read_committed_recordings;
+using test_rounds::rounds_of;
+using test_rounds::span_of;
 
 constexpr uint64_t kUs = 1'000;
 constexpr uint64_t kMs = 1'000'000;
-
-AnalysisOptions options_for(const EventLog& log) {
-  AnalysisOptions ao;
-  if (log.run.threshold_ns) ao.threshold_ns = log.run.threshold_ns;
-  return ao;
-}
 
 std::string json_of(const EventLog& log) {
   const Analysis a = analyze(log, options_for(log));
@@ -52,32 +53,11 @@ std::string json_of(const EventLog& log) {
   return out.str();
 }
 
-StreamingOptions compact_options(const EventLog& log, uint64_t margin_ns) {
-  StreamingOptions o;
-  o.analysis = options_for(log);
-  o.margin_ns = margin_ns;
-  return o;
-}
-
-std::pair<uint64_t, uint64_t> span_of(const EventLog& log) {
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (const ApiCall& c : log.calls) lo = std::min(lo, c.start_ns), hi = std::max(hi, c.end_ns);
-  for (const GpuOp& o : log.ops) lo = std::min(lo, o.start_ns), hi = std::max(hi, o.end_ns);
-  return {lo, hi};
-}
-
 // Every committed recording, read, with its file name.
 std::vector<std::pair<fs::path, EventLog>> committed_recordings() {
-  std::vector<std::pair<fs::path, EventLog>> out;
-  for (const auto& entry : fs::directory_iterator(fs::path(ASYNCCHECK_SOURCE_DIR) / "tests/fixtures/recordings")) {
-    if (entry.path().extension() != ".rec") continue;
-    std::ifstream in(entry.path());
-    EventLog log;
-    std::string error;
-    const bool ok = read_recording(in, log, error);
-    EXPECT_TRUE(ok) << entry.path() << ": " << error;
-    if (ok) out.emplace_back(entry.path(), std::move(log));
-  }
+  std::vector<std::string> errors;
+  auto out = read_committed_recordings(ASYNCCHECK_SOURCE_DIR, errors);
+  for (const std::string& e : errors) ADD_FAILURE() << e;
   return out;
 }
 
@@ -163,32 +143,6 @@ Builder ordinary_run(size_t launches) {
 
 // The capture's running compaction (analysis/feed.h): events delivered in rounds, the way the capture takes
 // them (the calls that returned and the work that ended before each round), compacted in small chunks.
-struct Delivered {
-  std::vector<ApiCall> calls;
-  std::vector<GpuOp> ops;
-  uint64_t time = 0, horizon = 0;  // horizon: the round's time, or the start of a call still open then
-};
-
-std::vector<Delivered> rounds_of(const EventLog& log, int rounds) {
-  const auto [lo, hi] = span_of(log);
-  std::vector<Delivered> out(static_cast<size_t>(rounds));
-  for (int k = 0; k < rounds; ++k) {
-    Delivered& d = out[static_cast<size_t>(k)];
-    d.time = k + 1 == rounds ? hi + 1 : lo + (hi - lo) / static_cast<uint64_t>(rounds) * static_cast<uint64_t>(k + 1);
-    d.horizon = d.time;
-    const uint64_t prev = k == 0 ? 0 : out[static_cast<size_t>(k - 1)].time;
-    for (const ApiCall& c : log.calls) {
-      if (c.end_ns >= prev && c.end_ns < d.time) d.calls.push_back(c);
-      if (c.start_ns < d.time && c.end_ns >= d.time) d.horizon = std::min(d.horizon, c.start_ns);
-    }
-    for (const GpuOp& o : log.ops) {
-      if (o.end_ns >= prev && o.end_ns < d.time) d.ops.push_back(o);
-    }
-    std::reverse(d.calls.begin(), d.calls.end());  // any order: the compactor sorts
-  }
-  return out;
-}
-
 // What the compactor holds at the end, with what the capture's finish() adds from the run itself.
 EventLog taken(AnalysisFeed& compactor, const EventLog& log, FeedStats* stats) {
   EventLog out = compactor.finish({}, {}, {}).log;
@@ -246,32 +200,7 @@ TEST(AnalysisFeed, CollectingAndAnalyzingOnTwoThreadsReportsTheSame) {
     for (int rounds : {13}) {
       for (size_t chunk : {size_t{3}}) {
         AnalysisFeed feed(compact_options(original, 200 * kUs), original.run.env, chunk);
-        std::atomic<uint64_t> horizon{0};
-        std::atomic<bool> added{false};
-        std::atomic<int> rounds_added{0};
-        // Paced as the capture's analyzing thread is (analysis/pace.h), without a flush period.
-        std::thread analyzer([&] {
-          AnalyzerPace pace(0, chunk, 0, PaceClock::now());
-          for (int seen = 0;;) {
-            const bool all_added = added.load();  // before the backlog is looked at: nothing comes after
-            const int round = rounds_added.load();
-            const uint64_t h = horizon.load();
-            const AnalyzerPace::Look look = pace.look(
-                h, feed.backlog_size(), [&] { return feed.backlog_front_ns(); }, PaceClock::now());
-            if (look.chunk) feed.compact_chunk(h);
-            if (look.drained && all_added) return;
-            if (look.drained) std::this_thread::yield();
-            if (round != seen) pace.round_seen(PaceClock::now());
-            seen = round;
-          }
-        });
-        for (const Delivered& d : rounds_of(original, rounds)) {
-          feed.add(d.calls, d.ops, original.marks, d.time, d.horizon);
-          horizon.store(std::min(d.horizon, feed.records_before(d.time, d.time)));
-          ++rounds_added;
-        }
-        added.store(true);
-        analyzer.join();
+        test_rounds::deliver_on_two_threads(feed, original, rounds_of(original, rounds), chunk, 0);
         EXPECT_EQ(json_of(taken(feed, original, nullptr)), expected)
             << path << ": " << rounds << " rounds, chunks of " << chunk;
       }
@@ -953,26 +882,7 @@ TEST(AnalysisFeed, PastTheBacklogLimitWhileAnotherThreadAnalyzes) {
   Builder b = ordinary_run(20'000);
   const Analysis whole = analyze(b.log, options_for(b.log));
   AnalysisFeed feed(compact_options(b.log, 2 * kMs), b.log.run.env, 64, /*max_backlog=*/1024);
-  std::atomic<uint64_t> horizon{0};
-  std::atomic<bool> added{false};
-  std::thread analyzer([&] {
-    for (;;) {
-      const bool all_added = added.load();
-      if (feed.has_backlog()) {
-        feed.compact_chunk(horizon.load());
-      } else if (all_added) {
-        return;
-      } else {
-        std::this_thread::yield();
-      }
-    }
-  });
-  for (const Delivered& d : rounds_of(b.log, 5)) {  // 4,000 calls a round: past the limit at once
-    feed.add(d.calls, d.ops, {}, d.time, d.horizon);
-    horizon.store(std::min(d.horizon, feed.records_before(d.time, d.time)));
-  }
-  added.store(true);
-  analyzer.join();
+  test_rounds::deliver_on_two_threads(feed, b.log, rounds_of(b.log, 5), 64, 1024);  // 4,000 calls a round: past it
   EventLog out = feed.finish({}, {}, {}).log;
   out.api_names = b.log.api_names;
   out.stacks = b.log.stacks;

@@ -1,0 +1,93 @@
+// The streaming feed's two sides on two threads, as the capture runs them (interpose/analysis_thread.cpp): every
+// committed recording added in rounds on one thread while another analyzes it, paced as the capture paces it
+// (analysis/pace.h); then again with a backlog limit small enough to shed while chunks run. Built plain and under
+// ThreadSanitizer (tests/analysis/CMakeLists.txt), which fails the run on a data race between the two sides (the
+// gtest binary is not built with it: it links the report library, and races are the feed's and the analysis'). The
+// saved result must be what the same rounds give on one thread; shedding must keep the findings and count the calls.
+// Exit 0 when all is well, 1 with one line per problem otherwise.
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analysis/analyze.h"
+#include "analysis/feed.h"
+#include "analysis/recording.h"
+#include "tests/analysis/delivered_rounds.h"
+
+namespace asynccheck {
+namespace {
+
+using test_rounds::compact_options;
+using test_rounds::Delivered;
+using test_rounds::options_for;
+
+constexpr uint64_t kMargin = 200'000;  // ns
+
+// The feed's result as a recording's text: what a saved run would hold.
+std::string saved(AnalysisFeed& feed, const EventLog& original) {
+  EventLog out = feed.finish({}, {}, {}).log;
+  copy_run_and_tables(original, out);
+  std::ostringstream text;
+  write_recording(text, out);
+  return text.str();
+}
+
+std::string one_thread(const EventLog& log, const std::vector<Delivered>& rounds, size_t chunk) {
+  AnalysisFeed feed(compact_options(log, kMargin), log.run.env, chunk);
+  for (const Delivered& d : rounds) {
+    feed.add(d.calls, d.ops, log.marks, d.time, d.horizon);
+    const uint64_t horizon = std::min(d.horizon, feed.records_before(d.time, d.time));
+    while (feed.has_backlog()) feed.compact_chunk(horizon);
+  }
+  return saved(feed, log);
+}
+
+int run() {
+  std::vector<std::string> errors;
+  const auto recordings = test_rounds::read_committed_recordings(ASYNCCHECK_SOURCE_DIR, errors);
+  size_t analyzed = 0, shedding = 0;
+  for (const auto& [path, log] : recordings) {
+    if (compacted(log)) continue;  // only its own threshold: nothing to deliver again
+    ++analyzed;
+    const std::vector<Delivered> rounds = test_rounds::rounds_of(log, 13);
+    // Many chunks a round, so that chunks run while rounds are added; not thousands (under ThreadSanitizer each step
+    // over the window costs a hundred times more).
+    const size_t chunk = std::max<size_t>(3, log.calls.size() / 400);
+    AnalysisFeed feed(compact_options(log, kMargin), log.run.env, chunk);
+    test_rounds::deliver_on_two_threads(feed, log, rounds, chunk, 0);
+    if (saved(feed, log) != one_thread(log, rounds, chunk)) {
+      errors.push_back(path.string() + ": on two threads, not what one thread saves");
+    }
+    // Shedding while chunks run: a limit of a few rounds' calls (at least two chunks).
+    const size_t limit = std::max<size_t>(2 * chunk, log.calls.size() / 40);
+    AnalysisFeed small(compact_options(log, kMargin), log.run.env, chunk, limit);
+    test_rounds::deliver_on_two_threads(small, log, rounds, chunk, limit);
+    const FeedStats st = small.stats();
+    EventLog out = small.finish({}, {}, {}).log;
+    const uint64_t unanalyzed = out.run.unanalyzed_calls;
+    copy_run_and_tables(log, out);  // the tables the calls refer to; the run as the feed ended it:
+    out.run.unanalyzed_calls = unanalyzed;
+    shedding += st.shed_calls != 0;
+    const Analysis whole = analyze(log, options_for(log)), kept = analyze(out, options_for(out));
+    if (unanalyzed != st.shed_calls) {
+      errors.push_back(path.string() + ": " + std::to_string(st.shed_calls) + " calls shed, the log says " +
+                       std::to_string(unanalyzed));
+    }
+    if (st.lost_calls == 0 && kept.calls_watched != whole.calls_watched) {
+      errors.push_back(path.string() + ": shedding, " + std::to_string(kept.calls_watched) + " calls watched of " +
+                       std::to_string(whole.calls_watched));
+    }
+  }
+  if (analyzed < 5) errors.push_back("only " + std::to_string(analyzed) + " recordings to analyze");
+  if (shedding == 0) errors.push_back("no recording shed a call: the limit did not bite");
+  for (const std::string& e : errors) std::fprintf(stderr, "feed_threads_stress: %s\n", e.c_str());
+  std::printf("feed_threads_stress: %zu recordings on two threads, %zu of them shedding: %s\n", analyzed, shedding,
+              errors.empty() ? "ok" : "FAILED");
+  return errors.empty() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace asynccheck
+
+int main() { return asynccheck::run(); }

@@ -3,10 +3,13 @@
 #include <algorithm>
 
 #include <charconv>
+#include <cstring>
 #include <istream>
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "analysis/monitoring.h"
@@ -22,6 +25,117 @@ constexpr size_t kMaxLine = 1 << 20;
 // The capture interns at most 16384 ranges (interpose/nvtx_ranges.h: kMaxRanges) and ids are 32-bit; this bounds the
 // table.
 constexpr size_t kMaxNvtxRanges = 1 << 20;
+
+// A number written in lowercase hexadecimal without a prefix, as std::ostream writes it after std::hex.
+struct Hex {
+  uint64_t v;
+};
+
+// The lines of a recording's events, formatted into a buffer of our own and appended to a string of the caller's
+// a block at a time (at the latest when the Text goes): a live run writes every chunk of its events
+// (report/recording_stream.h) on the analysis thread, a million calls a second in a flood, and std::ostream's cost
+// per field (a sentry, the locale's facets, a virtual call) was most of the time that took. Fields are written as
+// std::ostream writes them: integers in decimal (a bool as 0 or 1), Hex{} in lowercase hexadecimal. A one-byte
+// integer must be cast to int first, as std::ostream would write it as a character.
+class Text {
+ public:
+  explicit Text(std::string& out) : out_(out) {}
+  Text(const Text&) = delete;
+  Text& operator=(const Text&) = delete;
+  ~Text() { flush(); }
+  // Appends what is buffered to the string.
+  [[gnu::noinline]] void flush() {
+    out_.append(buf_, p_);
+    p_ = buf_;
+  }
+  // The string's length once flushed.
+  size_t size() const { return out_.size() + static_cast<size_t>(p_ - buf_); }
+
+  Text& operator<<(std::string_view s) {
+    if (s.size() > room()) {
+      flush();
+      if (s.size() > sizeof buf_) {
+        out_.append(s);
+        return *this;
+      }
+    }
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+    return *this;
+  }
+  Text& operator<<(const char* s) { return *this << std::string_view(s); }  // not the bool overload
+  Text& operator<<(char c) {
+    reserve(1);
+    *p_++ = c;
+    return *this;
+  }
+  Text& operator<<(bool v) { return *this << (v ? '1' : '0'); }
+  template <typename Int, typename = std::enable_if_t<std::is_integral_v<Int>>>
+  Text& operator<<(Int v) {
+    static_assert(sizeof(Int) > 1, "std::ostream writes a one-byte integer as a character: cast it to int");
+    reserve(kNumber);
+    p_ = std::to_chars(p_, p_ + kNumber, v).ptr;
+    return *this;
+  }
+  Text& operator<<(Hex h) {
+    reserve(kNumber);
+    p_ = std::to_chars(p_, p_ + kNumber, h.v, 16).ptr;
+    return *this;
+  }
+  // `text` percent-encoded (space, %, control characters and DEL as %XX), so that it is one token; "" as "%00".
+  void encoded(std::string_view text) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    if (text.empty()) {  // keeps the field a token; decodes to the empty string
+      *this << "%00";
+      return;
+    }
+    size_t plain = 0;  // the bytes from here to the current one are written as they are, at once
+    for (size_t i = 0; i < text.size(); ++i) {
+      const auto ch = static_cast<unsigned char>(text[i]);
+      if (ch <= ' ' || ch == '%' || ch == 0x7f) {
+        *this << text.substr(plain, i - plain);
+        reserve(3);
+        p_[0] = '%';
+        p_[1] = kHex[ch >> 4];
+        p_[2] = kHex[ch & 15];
+        p_ += 3;
+        plain = i + 1;
+      }
+    }
+    *this << text.substr(plain);
+  }
+
+ private:
+  static constexpr size_t kNumber = 24;  // a 64-bit integer's digits and sign, with room to spare
+  size_t room() const { return static_cast<size_t>(buf_ + sizeof buf_ - p_); }
+  void reserve(size_t n) {
+    if (room() < n) [[unlikely]]
+      flush();
+  }
+
+  std::string& out_;
+  char buf_[4096];
+  char* p_ = buf_;
+};
+
+// Appends each item's lines and writes them to `o` a block at a time: a whole log's events (write_recording) need
+// not be in memory twice.
+template <typename Item, typename Append>
+void write_in_blocks(std::ostream& o, const std::vector<Item>& items, Append append) {
+  constexpr size_t kBlock = 64 * 1024;
+  std::string b;
+  Text t(b);
+  for (const Item& item : items) {
+    append(t, item);
+    if (t.size() >= kBlock) {
+      t.flush();
+      o.write(b.data(), static_cast<std::streamsize>(b.size()));
+      b.clear();
+    }
+  }
+  t.flush();
+  o.write(b.data(), static_cast<std::streamsize>(b.size()));
+}
 
 std::vector<std::string_view> split(std::string_view line) {
   std::vector<std::string_view> out;
@@ -116,7 +230,7 @@ constexpr size_t kCallTokens = 29;  // without the optional nvtx field
 constexpr std::string_view kOpShape =
     "op kind corr start end device context stream bytes copy_kind src_kind dst_kind sync_type name";
 
-void write_call(std::ostream& o, const ApiCall& c) {
+void append_call(Text& o, const ApiCall& c) {
   const rules::CallDescription& d = c.call;
   // A call that earlier versions' compaction kept as context only is a `ctxcall`: same fields, not judged.
   o << (c.context_only ? "ctxcall " : "call ") << c.correlation_id << ' ' << c.driver_correlation_id << ' '
@@ -124,8 +238,8 @@ void write_call(std::ostream& o, const ApiCall& c) {
     << ' ' << name_of(d.api) << ' ' << d.async_form << ' ' << d.per_thread_variant << ' ' << name_of(d.direction) << ' '
     << d.bytes << ' ' << name_of(d.src) << ' ' << name_of(d.dst) << ' ' << name_of(d.stream) << ' '
     << d.blocking_streams_pending << ' ' << d.first_launch << ' ' << d.stream_ordered_pointer << ' '
-    << name_of(d.wait_mode) << std::hex << ' ' << c.stream << ' ' << c.src_ptr << ' ' << c.dst_ptr << ' ' << c.function
-    << ' ' << c.handle << std::dec << ' ' << c.flags << ' ' << c.stack << ' ' << c.result;
+    << name_of(d.wait_mode) << ' ' << Hex{c.stream} << ' ' << Hex{c.src_ptr} << ' ' << Hex{c.dst_ptr} << ' '
+    << Hex{c.function} << ' ' << Hex{c.handle} << ' ' << c.flags << ' ' << c.stack << ' ' << c.result;
   // Optional (programs with NVTX ranges only), so that other recordings stay readable by older versions.
   if (c.nvtx_range != 0) o << ' ' << c.nvtx_range;
   o << '\n';
@@ -180,11 +294,16 @@ bool read_call(Fields& f, std::string_view tag, ApiCall& c, size_t api_names, si
   return f.ok();
 }
 
-void write_op(std::ostream& o, const GpuOp& op) {
+void append_op(Text& o, const GpuOp& op) {
   o << "op " << name_of(op.kind) << ' ' << op.correlation_id << ' ' << op.start_ns << ' ' << op.end_ns << ' '
     << op.device << ' ' << op.context << ' ' << op.stream_id << ' ' << op.bytes << ' ' << int(op.copy_kind) << ' '
-    << int(op.src_kind) << ' ' << int(op.dst_kind) << ' ' << int(op.sync_type) << ' '
-    << (op.name.empty() ? "-" : percent_encode(op.name)) << '\n';
+    << int(op.src_kind) << ' ' << int(op.dst_kind) << ' ' << int(op.sync_type) << ' ';
+  if (op.name.empty()) {
+    o << '-';
+  } else {
+    o.encoded(op.name);
+  }
+  o << '\n';
 }
 
 bool read_op(Fields& f, GpuOp& op) {
@@ -290,19 +409,11 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
 
 }  // namespace
 
+void append_percent_encoded(std::string& out, std::string_view text) { Text(out).encoded(text); }
+
 std::string percent_encode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
-  if (text.empty()) return "%00";  // keeps the field a token; decodes to the empty string
-  for (unsigned char ch : text) {
-    if (ch <= ' ' || ch == '%' || ch == 0x7f) {
-      out += '%';
-      out += kHex[ch >> 4];
-      out += kHex[ch & 15];
-    } else {
-      out += static_cast<char>(ch);
-    }
-  }
+  append_percent_encoded(out, text);
   return out;
 }
 
@@ -424,31 +535,57 @@ void write_recording_head(std::ostream& o, const RunInfo& run, const std::vector
   for (size_t i = 0; i < api_names.size(); ++i) o << "api " << i << ' ' << percent_encode(api_names[i]) << '\n';
 }
 
-void write_stacks(std::ostream& o, const std::vector<Stack>& stacks, size_t first) {
+void append_stacks(std::string& out, const std::vector<Stack>& stacks, size_t first) {
+  Text o(out);
   for (size_t i = first; i < stacks.size(); ++i) {
-    o << "stack " << (i + 1) << std::hex;
-    for (uint64_t ip : stacks[i].frames) o << ' ' << ip;
-    o << std::dec << '\n';
+    o << "stack " << (i + 1);
+    for (uint64_t ip : stacks[i].frames) o << ' ' << Hex{ip};
+    o << '\n';
     // Optional (Python programs only), so that recordings of native programs stay readable by older versions.
     for (const PyFrame& f : stacks[i].python) {
-      o << "pyframe " << (i + 1) << ' ' << percent_encode(f.file) << ' ' << percent_encode(f.function) << ' ' << f.line
-        << '\n';
+      o << "pyframe " << (i + 1) << ' ';
+      o.encoded(f.file);
+      o << ' ';
+      o.encoded(f.function);
+      o << ' ' << f.line << '\n';
     }
   }
 }
 
-void write_nvtx_ranges(std::ostream& o, const std::vector<NvtxRange>& ranges, size_t first) {
+void write_stacks(std::ostream& o, const std::vector<Stack>& stacks, size_t first) {
+  std::string b;
+  append_stacks(b, stacks, first);
+  o.write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+
+void append_nvtx_ranges(std::string& out, const std::vector<NvtxRange>& ranges, size_t first) {
+  Text o(out);
   for (size_t i = first; i < ranges.size(); ++i) {
-    o << "nvtx " << (i + 1) << ' ' << percent_encode(ranges[i].domain) << ' ' << percent_encode(ranges[i].name);
+    o << "nvtx " << (i + 1) << ' ';
+    o.encoded(ranges[i].domain);
+    o << ' ';
+    o.encoded(ranges[i].name);
     // Only for a nested range: recordings without nesting read as they did in versions that had no parents.
     if (ranges[i].parent != 0) o << ' ' << ranges[i].parent;
     o << '\n';
   }
 }
 
+void write_nvtx_ranges(std::ostream& o, const std::vector<NvtxRange>& ranges, size_t first) {
+  std::string b;
+  append_nvtx_ranges(b, ranges, first);
+  o.write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+
+void append_events(std::string& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
+  Text o(out);
+  for (const ApiCall& c : calls) append_call(o, c);
+  for (const GpuOp& op : ops) append_op(o, op);
+}
+
 void write_events(std::ostream& o, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
-  for (const ApiCall& c : calls) write_call(o, c);
-  for (const GpuOp& op : ops) write_op(o, op);
+  write_in_blocks(o, calls, append_call);
+  write_in_blocks(o, ops, append_op);
 }
 
 void write_recording_tail(std::ostream& o, const EventLog& log, size_t stacks_written, size_t nvtx_written) {

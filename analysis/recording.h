@@ -30,6 +30,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/events.h"
@@ -51,11 +52,17 @@ void write_stacks(std::ostream& out, const std::vector<Stack>& stacks, size_t fi
 void write_nvtx_ranges(std::ostream& out, const std::vector<NvtxRange>& ranges, size_t first);
 void write_events(std::ostream& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);
 void write_recording_tail(std::ostream& out, const EventLog& log, size_t stacks_written, size_t nvtx_written);
+// The same lines appended to a string of the caller's, which the writers above write: what a live run writes for
+// every chunk of its events, on the analysis thread, without std::ostream's cost per field.
+void append_stacks(std::string& out, const std::vector<Stack>& stacks, size_t first);
+void append_nvtx_ranges(std::string& out, const std::vector<NvtxRange>& ranges, size_t first);
+void append_events(std::string& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);
 
 // Reads a recording. On failure returns false and sets `error` to "line N: <what is wrong> (<what is valid>)".
 bool read_recording(std::istream& in, EventLog& log, std::string& error);
 
 std::string percent_encode(std::string_view text);
+void append_percent_encoded(std::string& out, std::string_view text);  // percent_encode(text), appended to `out`
 bool percent_decode(std::string_view text, std::string& out);
 
 // Whether `log` (a process's, capture::finish's or its hand-off) holds any sign of CUDA use: a watched call (kept,

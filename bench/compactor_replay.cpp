@@ -19,6 +19,9 @@
 // round's calls left to finish() on the main thread, as the exiting thread does, and rss_added_kb the process' peak
 // resident memory (VmHWM, reset once the recording is read) over its start.
 // COMPACTOR_REPLAY_ROUND_CALLS=N: rounds of N calls (the capture's compact_round), chunks of CHUNK_CALLS.
+// COMPACTOR_REPLAY_WRITE=1: only times writing the recording's events as a recording's text (append_events, what a
+// live run's --save writes for every chunk, report/recording_stream.h) into one reused string, and prints a WRITE line
+// with the median of 5 (CALLS is not used).
 #include <malloc.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -33,6 +36,7 @@
 #include <map>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "analysis/feed.h"
 #include "analysis/pace.h"
@@ -83,6 +87,20 @@ int main(int argc, char** argv) {
   if (!read_recording(in, log, error)) {
     std::fprintf(stderr, "compactor_replay: cannot read %s: %s\n", argv[1], error.c_str());
     return 1;
+  }
+  if (std::getenv("COMPACTOR_REPLAY_WRITE") != nullptr) {
+    std::string text;
+    std::vector<double> took;
+    for (int i = 0; i < 5; ++i) {
+      text.clear();
+      const auto t0 = std::chrono::steady_clock::now();
+      append_events(text, log.calls, log.ops);
+      took.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(took.begin(), took.end());
+    std::printf("WRITE calls=%zu ops=%zu bytes=%zu median_s=%.4f calls_per_s=%.0f\n", log.calls.size(), log.ops.size(),
+                text.size(), took[2], static_cast<double>(log.calls.size()) / took[2]);
+    return 0;
   }
   char* rest = nullptr;
   const uint64_t want = std::strtoull(argv[2], &rest, 10);

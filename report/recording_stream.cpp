@@ -41,12 +41,12 @@ bool RecordingStream::open(const std::string& path, bool overwrite, const RunInf
 void RecordingStream::write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
   std::lock_guard lock(mu_);
   if (fd_ < 0 || !error_.empty()) return;
-  std::ostringstream o;
+  text_.clear();  // its capacity kept: the next chunk's text is about as long
   std::vector<Stack> stacks;
   std::vector<NvtxRange> ranges;
   if (tables_) tables_(stacks, ranges);
-  write_stacks(o, stacks, stacks_written_);
-  write_nvtx_ranges(o, ranges, nvtx_written_);
+  append_stacks(text_, stacks, stacks_written_);
+  append_nvtx_ranges(text_, ranges, nvtx_written_);
   stacks_written_ = std::max(stacks_written_, stacks.size());
   nvtx_written_ = std::max(nvtx_written_, ranges.size());
   const bool dangling =
@@ -54,11 +54,11 @@ void RecordingStream::write(const std::vector<ApiCall>& calls, const std::vector
   if (dangling) {
     std::vector<ApiCall> fixed = calls;
     for (ApiCall& c : fixed) c.stack = c.stack > stacks_written_ ? 0 : c.stack;
-    write_events(o, fixed, ops);
+    append_events(text_, fixed, ops);
   } else {
-    write_events(o, calls, ops);
+    append_events(text_, calls, ops);
   }
-  write_all(fd_, o.str(), path_, error_);
+  write_all(fd_, text_, path_, error_);
 }
 
 bool RecordingStream::close(const EventLog& log, std::string& error) {

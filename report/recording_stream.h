@@ -45,6 +45,7 @@ class RecordingStream : public EventSink {
   bool overwrite_ = false;
   Tables tables_;
   size_t stacks_written_ = 0, nvtx_written_ = 0;
+  std::string text_;  // write()'s text, reused from chunk to chunk
 };
 
 }  // namespace asynccheck::report

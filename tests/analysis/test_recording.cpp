@@ -1,7 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
+#include "analysis/names.h"
 #include "analysis/recording.h"
 
 namespace asynccheck {
@@ -393,6 +399,233 @@ TEST(Recording, PercentEncodingRoundTrips) {
     EXPECT_EQ(back, s);
     EXPECT_EQ(percent_encode(s).find(' '), std::string::npos);
   }
+}
+
+// The writer as it was before it wrote into a string of its own (std::ostream, field by field): the reference the
+// fast one (append_events and the ostream functions that call it) must match byte for byte, kept only here.
+namespace reference {
+
+std::string percent_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  if (text.empty()) return "%00";  // keeps the field a token; decodes to the empty string
+  for (unsigned char ch : text) {
+    if (ch <= ' ' || ch == '%' || ch == 0x7f) {
+      out += '%';
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
+void write_call(std::ostream& o, const ApiCall& c) {
+  const rules::CallDescription& d = c.call;
+  o << (c.context_only ? "ctxcall " : "call ") << c.correlation_id << ' ' << c.driver_correlation_id << ' '
+    << c.start_ns << ' ' << c.end_ns << ' ' << c.thread << ' ' << name_of(c.domain) << ' ' << c.cbid << ' ' << c.name
+    << ' ' << name_of(d.api) << ' ' << d.async_form << ' ' << d.per_thread_variant << ' ' << name_of(d.direction) << ' '
+    << d.bytes << ' ' << name_of(d.src) << ' ' << name_of(d.dst) << ' ' << name_of(d.stream) << ' '
+    << d.blocking_streams_pending << ' ' << d.first_launch << ' ' << d.stream_ordered_pointer << ' '
+    << name_of(d.wait_mode) << std::hex << ' ' << c.stream << ' ' << c.src_ptr << ' ' << c.dst_ptr << ' ' << c.function
+    << ' ' << c.handle << std::dec << ' ' << c.flags << ' ' << c.stack << ' ' << c.result;
+  if (c.nvtx_range != 0) o << ' ' << c.nvtx_range;
+  o << '\n';
+}
+
+void write_op(std::ostream& o, const GpuOp& op) {
+  o << "op " << name_of(op.kind) << ' ' << op.correlation_id << ' ' << op.start_ns << ' ' << op.end_ns << ' '
+    << op.device << ' ' << op.context << ' ' << op.stream_id << ' ' << op.bytes << ' ' << int(op.copy_kind) << ' '
+    << int(op.src_kind) << ' ' << int(op.dst_kind) << ' ' << int(op.sync_type) << ' '
+    << (op.name.empty() ? "-" : percent_encode(op.name)) << '\n';
+}
+
+void write_stacks(std::ostream& o, const std::vector<Stack>& stacks, size_t first) {
+  for (size_t i = first; i < stacks.size(); ++i) {
+    o << "stack " << (i + 1) << std::hex;
+    for (uint64_t ip : stacks[i].frames) o << ' ' << ip;
+    o << std::dec << '\n';
+    for (const PyFrame& f : stacks[i].python) {
+      o << "pyframe " << (i + 1) << ' ' << percent_encode(f.file) << ' ' << percent_encode(f.function) << ' ' << f.line
+        << '\n';
+    }
+  }
+}
+
+void write_nvtx_ranges(std::ostream& o, const std::vector<NvtxRange>& ranges, size_t first) {
+  for (size_t i = first; i < ranges.size(); ++i) {
+    o << "nvtx " << (i + 1) << ' ' << percent_encode(ranges[i].domain) << ' ' << percent_encode(ranges[i].name);
+    if (ranges[i].parent != 0) o << ' ' << ranges[i].parent;
+    o << '\n';
+  }
+}
+
+void write_events(std::ostream& o, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
+  for (const ApiCall& c : calls) reference::write_call(o, c);
+  for (const GpuOp& op : ops) reference::write_op(o, op);
+}
+
+// The tables and events of `log` as the reference writes them.
+std::string text(const EventLog& log) {
+  std::ostringstream o;
+  reference::write_stacks(o, log.stacks, 0);
+  reference::write_nvtx_ranges(o, log.nvtx_ranges, 0);
+  reference::write_events(o, log.calls, log.ops);
+  return o.str();
+}
+
+}  // namespace reference
+
+// The same, by the fast writer: appended to a string, and through the ostream entry points.
+std::string appended(const EventLog& log) {
+  std::string s = "kept ";  // appends: what the string held stays
+  append_stacks(s, log.stacks, 0);
+  append_nvtx_ranges(s, log.nvtx_ranges, 0);
+  append_events(s, log.calls, log.ops);
+  return s.substr(5);
+}
+std::string streamed(const EventLog& log) {
+  std::ostringstream o;
+  write_stacks(o, log.stacks, 0);
+  write_nvtx_ranges(o, log.nvtx_ranges, 0);
+  write_events(o, log.calls, log.ops);
+  return o.str();
+}
+
+// Every committed recording (tests/fixtures), read.
+std::vector<std::pair<std::filesystem::path, EventLog>> committed_recordings() {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<fs::path, EventLog>> out;
+  for (const char* dir : {"tests/fixtures/recordings", "tests/fixtures/runs", "tests/fixtures/corpus"}) {
+    for (const auto& entry : fs::directory_iterator(fs::path(ASYNCCHECK_SOURCE_DIR) / dir)) {
+      if (entry.path().extension() != ".rec") continue;
+      std::ifstream in(entry.path());
+      EventLog log;
+      std::string error;
+      EXPECT_TRUE(read_recording(in, log, error)) << entry.path() << ": " << error;
+      out.emplace_back(entry.path(), std::move(log));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+// Every committed recording's stacks, NVTX names and events are written byte for byte as the std::ostream writer
+// wrote them, appended to a string or through the ostream functions (which write in blocks: the larger recordings
+// span many).
+TEST(Recording, FastWriterWritesCommittedRecordingsAsTheOstreamWriterDid) {
+  const auto recordings = committed_recordings();
+  ASSERT_GE(recordings.size(), 30u);
+  size_t calls = 0, ops = 0;
+  for (const auto& [path, log] : recordings) {
+    const std::string want = reference::text(log);
+    EXPECT_TRUE(appended(log) == want) << path;  // not EXPECT_EQ: megabytes of text in the message
+    EXPECT_TRUE(streamed(log) == want) << path;
+    calls += log.calls.size();
+    ops += log.ops.size();
+  }
+  EXPECT_GT(calls, 10000u);
+  EXPECT_GT(ops, 1000u);
+}
+
+// What the committed recordings may not hold: the largest values of each field, a negative result, a `ctxcall`, the
+// optional NVTX field, an operation without a name, and names that need percent-encoding.
+TEST(Recording, FastWriterWritesEdgeCasesAsTheOstreamWriterDid) {
+  EventLog log;
+  constexpr uint64_t kMax = UINT64_MAX;
+  ApiCall big;
+  big.correlation_id = big.driver_correlation_id = big.start_ns = big.end_ns = kMax;
+  big.thread = big.cbid = big.flags = big.stack = big.nvtx_range = UINT32_MAX;
+  big.name = UINT16_MAX;
+  big.domain = Domain::Driver;
+  big.call.api = rules::ApiKind::KernelLaunch;
+  big.call.async_form = big.call.per_thread_variant = big.call.blocking_streams_pending = big.call.first_launch =
+      big.call.stream_ordered_pointer = true;
+  big.call.bytes = kMax;
+  big.call.direction = rules::CopyDirection::HostToDevice;
+  big.call.src = rules::MemoryKind::Pinned;
+  big.call.dst = rules::MemoryKind::Managed;
+  big.call.stream = rules::StreamKind::NonBlocking;
+  big.call.wait_mode = rules::WaitMode::Spin;
+  big.stream = big.src_ptr = big.dst_ptr = big.function = big.handle = kMax;
+  big.result = INT32_MAX;
+  log.calls.push_back(big);
+  ApiCall context = big;
+  context.context_only = true;
+  context.result = INT32_MIN;
+  context.nvtx_range = 0;
+  log.calls.push_back(context);
+  ApiCall zero;  // every field 0: no NVTX field
+  log.calls.push_back(zero);
+  ApiCall failed;
+  failed.result = -1;
+  failed.nvtx_range = 1;
+  failed.stream = 0xABCDEF0123;
+  failed.handle = 0x10;
+  log.calls.push_back(failed);
+  GpuOp op;
+  op.kind = GpuOpKind::Memcpy;
+  op.correlation_id = op.start_ns = op.end_ns = op.bytes = kMax;
+  op.device = op.context = op.stream_id = UINT32_MAX;
+  op.copy_kind = op.src_kind = op.dst_kind = op.sync_type = UINT8_MAX;
+  log.ops.push_back(op);  // no name: "-"
+  std::string every_byte;
+  for (int b = 1; b < 256; ++b) every_byte += static_cast<char>(b);
+  for (std::string name :
+       {std::string("_Z6kernelPfi"), std::string("void k<float>(float*, int)"), std::string("100% done"),
+        std::string("\xce\xbb_kernel \xe2\x86\x92 \xff"), std::string("tab\tnew\nline\x7f"), std::string("%"),
+        std::string(" "), std::string("-"), std::string("a\0b", 3), every_byte}) {
+    GpuOp named;
+    named.kind = GpuOpKind::Kernel;
+    named.name = name;
+    named.copy_kind = 7;
+    log.ops.push_back(named);
+  }
+  log.stacks = {Stack{{kMax, 0, 0x7f00deadbeef}, {}},
+                Stack{{}, {{"/home/me/my project/train.py", "<module>", 40}, {"", "\xc3\xa9t\xc3\xa9 50%", -3}}}};
+  log.nvtx_ranges = {{"", "forward"}, {"my lib", "copy 100%", 1}, {"\xe2\x9c\x93", "", UINT32_MAX}};
+
+  const std::string want = reference::text(log);
+  EXPECT_EQ(appended(log), want);
+  EXPECT_EQ(streamed(log), want);
+  // What the reference writes, spelled out for the largest values and the names.
+  EXPECT_NE(want.find("call 18446744073709551615 18446744073709551615 18446744073709551615 18446744073709551615 "
+                      "4294967295 driver 4294967295 65535 launch 1 1 h2d 18446744073709551615 "),
+            std::string::npos)
+      << want;
+  EXPECT_NE(want.find(" ffffffffffffffff ffffffffffffffff ffffffffffffffff ffffffffffffffff ffffffffffffffff "
+                      "4294967295 4294967295 2147483647 4294967295\nctxcall "),
+            std::string::npos)
+      << want;
+  EXPECT_NE(want.find(" 4294967295 4294967295 -2147483648\ncall "), std::string::npos) << want;
+  EXPECT_NE(want.find(" abcdef0123 0 0 0 10 0 0 -1 1\nop "), std::string::npos) << want;
+  EXPECT_NE(want.find(" 255 255 255 255 -\n"), std::string::npos) << want;
+  EXPECT_NE(want.find(" 7 0 0 0 void%20k<float>(float*,%20int)\n"), std::string::npos) << want;
+  EXPECT_NE(want.find(" 7 0 0 0 100%25%20done\n"), std::string::npos) << want;
+  EXPECT_NE(want.find(" 7 0 0 0 \xce\xbb_kernel%20\xe2\x86\x92%20\xff\n"), std::string::npos) << want;
+  EXPECT_NE(want.find(" 7 0 0 0 tab%09new%0Aline%7F\n"), std::string::npos) << want;
+  EXPECT_NE(want.find(" 7 0 0 0 a%00b\n"), std::string::npos) << want;
+  EXPECT_NE(want.find("stack 1 ffffffffffffffff 0 7f00deadbeef\nstack 2\npyframe 2 /home/me/my%20project/train.py "
+                      "<module> 40\npyframe 2 %00 \xc3\xa9t\xc3\xa9%2050%25 -3\n"),
+            std::string::npos)
+      << want;
+  EXPECT_NE(want.find("nvtx 1 %00 forward\nnvtx 2 my%20lib copy%20100%25 1\nnvtx 3 \xe2\x9c\x93 %00 4294967295\n"),
+            std::string::npos)
+      << want;
+  // From a later position of the tables, as a live run writes them chunk by chunk.
+  std::ostringstream ref;
+  reference::write_stacks(ref, log.stacks, 1);
+  reference::write_nvtx_ranges(ref, log.nvtx_ranges, 2);
+  std::string s;
+  append_stacks(s, log.stacks, 1);
+  append_nvtx_ranges(s, log.nvtx_ranges, 2);
+  EXPECT_EQ(s, ref.str());
+  for (const std::string& name : {std::string(), every_byte, std::string("\x80\x81 %")})
+    EXPECT_EQ(percent_encode(name), reference::percent_encode(name));
+  std::string into = "x";
+  append_percent_encoded(into, every_byte);
+  EXPECT_EQ(into, "x" + reference::percent_encode(every_byte));
 }
 
 }  // namespace

@@ -535,15 +535,16 @@ void write_recording_head(std::ostream& o, const RunInfo& run, const std::vector
   for (size_t i = 0; i < api_names.size(); ++i) o << "api " << i << ' ' << percent_encode(api_names[i]) << '\n';
 }
 
-void append_stacks(std::string& out, const std::vector<Stack>& stacks, size_t first) {
+void append_stacks(std::string& out, const std::vector<Stack>& stacks, size_t first, size_t ids_from) {
   Text o(out);
   for (size_t i = first; i < stacks.size(); ++i) {
-    o << "stack " << (i + 1);
+    const size_t id = ids_from + i + 1;
+    o << "stack " << id;
     for (uint64_t ip : stacks[i].frames) o << ' ' << Hex{ip};
     o << '\n';
     // Optional (Python programs only), so that recordings of native programs stay readable by older versions.
     for (const PyFrame& f : stacks[i].python) {
-      o << "pyframe " << (i + 1) << ' ';
+      o << "pyframe " << id << ' ';
       o.encoded(f.file);
       o << ' ';
       o.encoded(f.function);
@@ -558,10 +559,10 @@ void write_stacks(std::ostream& o, const std::vector<Stack>& stacks, size_t firs
   o.write(b.data(), static_cast<std::streamsize>(b.size()));
 }
 
-void append_nvtx_ranges(std::string& out, const std::vector<NvtxRange>& ranges, size_t first) {
+void append_nvtx_ranges(std::string& out, const std::vector<NvtxRange>& ranges, size_t first, size_t ids_from) {
   Text o(out);
   for (size_t i = first; i < ranges.size(); ++i) {
-    o << "nvtx " << (i + 1) << ' ';
+    o << "nvtx " << (ids_from + i + 1) << ' ';
     o.encoded(ranges[i].domain);
     o << ' ';
     o.encoded(ranges[i].name);

@@ -53,9 +53,10 @@ void write_nvtx_ranges(std::ostream& out, const std::vector<NvtxRange>& ranges, 
 void write_events(std::ostream& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);
 void write_recording_tail(std::ostream& out, const EventLog& log, size_t stacks_written, size_t nvtx_written);
 // The same lines appended to a string of the caller's, which the writers above write: what a live run writes for
-// every chunk of its events, on the analysis thread, without std::ostream's cost per field.
-void append_stacks(std::string& out, const std::vector<Stack>& stacks, size_t first);
-void append_nvtx_ranges(std::string& out, const std::vector<NvtxRange>& ranges, size_t first);
+// every chunk of its events, on the analysis thread, without std::ostream's cost per field. `ids_from`: the table
+// given is the whole one's from that index on (a live run asks only for the entries not written yet).
+void append_stacks(std::string& out, const std::vector<Stack>& stacks, size_t first, size_t ids_from = 0);
+void append_nvtx_ranges(std::string& out, const std::vector<NvtxRange>& ranges, size_t first, size_t ids_from = 0);
 void append_events(std::string& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);
 
 // Reads a recording. On failure returns false and sets `error` to "line N: <what is wrong> (<what is valid>)".

@@ -702,9 +702,10 @@ void start(Origin origin) {
   }
   if (capture.streaming && !g_options->save.empty()) {
     g_recording = new report::RecordingStream;
-    const auto tables = [](std::vector<Stack>& stacks, std::vector<NvtxRange>& ranges) {
-      stacks = interned_stacks();
-      ranges = nvtx_ranges::names();
+    const auto tables = [](size_t stacks_from, size_t ranges_from, std::vector<Stack>& stacks,
+                           std::vector<NvtxRange>& ranges) {
+      stacks = interned_stacks(stacks_from);
+      ranges = nvtx_ranges::names(ranges_from);
     };
     RunInfo run = *g_run;  // as known at the start; the tail says the rest
     run.threshold_ns = g_options->threshold;

@@ -341,12 +341,14 @@ uint32_t current() {
   return t_current;
 }
 
-std::vector<NvtxRange> names() {
+std::vector<NvtxRange> names(size_t first) {
   Table& t = table();
   std::lock_guard lock(t.mu);
   std::vector<NvtxRange> out;
-  out.reserve(t.nodes.size());
-  for (const Node& n : t.nodes) out.push_back({t.names[n.name].domain, t.names[n.name].name, n.parent});
+  for (size_t i = first; i < t.nodes.size(); ++i) {
+    const Node& n = t.nodes[i];
+    out.push_back({t.names[n.name].domain, t.names[n.name].name, n.parent});
+  }
   return out;
 }
 

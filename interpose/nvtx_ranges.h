@@ -50,8 +50,9 @@ void on_callback(uint32_t cbid, const void* params, const void* result);
 // names()[N - 1].
 uint32_t current();
 
-// Every node interned so far, in id order (id N is element N - 1): for EventLog::nvtx_ranges.
-std::vector<NvtxRange> names();
+// The nodes interned so far from index `first` on, in id order (id N is element N - 1 - first): for
+// EventLog::nvtx_ranges (all of them), and a recording written as the run goes (those not written yet).
+std::vector<NvtxRange> names(size_t first = 0);
 
 // Nestings recorded as their enclosing node because the table was full.
 uint64_t unkept();

@@ -66,11 +66,12 @@ uint32_t capture_stack(int skip) {
   return it->second;
 }
 
-std::vector<Stack> interned_stacks() {
+std::vector<Stack> interned_stacks(size_t first) {
   Interner& in = interner();
   if (!lock_within(in.mu)) return {};  // a thread stopped by a signal holds it: no stacks (capture::finish says so)
   std::lock_guard lock(in.mu, std::adopt_lock);
-  return in.stacks;
+  if (first >= in.stacks.size()) return {};
+  return {in.stacks.begin() + static_cast<std::ptrdiff_t>(first), in.stacks.end()};
 }
 
 std::vector<Module> loaded_modules() {

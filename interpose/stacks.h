@@ -14,8 +14,9 @@ namespace asynccheck {
 // layout), and returns its interned id (>= 1), or 0 if unwinding failed and there were no Python frames.
 uint32_t capture_stack(int skip);
 
-// All interned stacks, id N at index N - 1; empty if the lock could not be taken in time (lock_within.h).
-std::vector<Stack> interned_stacks();
+// The interned stacks from index `first` on (id N at index N - 1 - first); empty if the lock could not be taken in
+// time (lock_within.h).
+std::vector<Stack> interned_stacks(size_t first = 0);
 
 // The loaded modules (executable and shared objects) with their address ranges.
 std::vector<Module> loaded_modules();

@@ -41,14 +41,14 @@ bool RecordingStream::open(const std::string& path, bool overwrite, const RunInf
 void RecordingStream::write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
   std::lock_guard lock(mu_);
   if (fd_ < 0 || !error_.empty()) return;
-  text_.clear();  // its capacity kept: the next chunk's text is about as long
-  std::vector<Stack> stacks;
+  text_.clear();              // its capacity kept: the next chunk's text is about as long
+  std::vector<Stack> stacks;  // only those not written yet: the whole table each chunk cost O(stacks) a chunk
   std::vector<NvtxRange> ranges;
-  if (tables_) tables_(stacks, ranges);
-  append_stacks(text_, stacks, stacks_written_);
-  append_nvtx_ranges(text_, ranges, nvtx_written_);
-  stacks_written_ = std::max(stacks_written_, stacks.size());
-  nvtx_written_ = std::max(nvtx_written_, ranges.size());
+  if (tables_) tables_(stacks_written_, nvtx_written_, stacks, ranges);
+  append_stacks(text_, stacks, 0, stacks_written_);
+  append_nvtx_ranges(text_, ranges, 0, nvtx_written_);
+  stacks_written_ += stacks.size();
+  nvtx_written_ += ranges.size();
   const bool dangling =
       std::any_of(calls.begin(), calls.end(), [&](const ApiCall& c) { return c.stack > stacks_written_; });
   if (dangling) {

@@ -16,9 +16,10 @@ namespace asynccheck::report {
 
 class RecordingStream : public EventSink {
  public:
-  // The stacks and NVTX range names interned so far (ids 1, 2, ... in order): those the events refer to are written
-  // before them.
-  using Tables = std::function<void(std::vector<Stack>& stacks, std::vector<NvtxRange>& ranges)>;
+  // The stacks and NVTX range names interned so far (ids 1, 2, ... in order) from the index given on (those written
+  // already are not asked for again): those the events refer to are written before them.
+  using Tables = std::function<void(size_t stacks_from, size_t ranges_from, std::vector<Stack>& stacks,
+                                    std::vector<NvtxRange>& ranges)>;
 
   RecordingStream() = default;
   RecordingStream(const RecordingStream&) = delete;

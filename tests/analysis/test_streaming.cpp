@@ -222,13 +222,19 @@ TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
     const fs::path out = dir / path.filename();
     report::RecordingStream stream;
     std::string error;
-    size_t tables_asked = 0;
+    size_t tables_asked = 0, stacks_given = 0, ranges_given = 0;
     ASSERT_TRUE(stream.open(
         out.string(), true, original.run, original.api_names,
-        [&](std::vector<Stack>& stacks, std::vector<NvtxRange>& ranges) {
+        [&](size_t stacks_from, size_t ranges_from, std::vector<Stack>& stacks, std::vector<NvtxRange>& ranges) {
           ++tables_asked;
-          stacks = original.stacks;
-          ranges = original.nvtx_ranges;
+          // Only what it was not given yet: the interner's whole table each chunk was a copy of every stack.
+          EXPECT_EQ(stacks_from, stacks_given);
+          EXPECT_EQ(ranges_from, ranges_given);
+          stacks.assign(original.stacks.begin() + static_cast<std::ptrdiff_t>(stacks_from), original.stacks.end());
+          ranges.assign(original.nvtx_ranges.begin() + static_cast<std::ptrdiff_t>(ranges_from),
+                        original.nvtx_ranges.end());
+          stacks_given += stacks.size();
+          ranges_given += ranges.size();
         },
         error))
         << error;
@@ -267,6 +273,70 @@ TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
   }
   fs::remove_all(dir);
   EXPECT_GT(recordings, 5u);
+}
+
+// The stacks and NVTX names a live run interns grow as it goes: each chunk's write asks only for those not written
+// yet, numbers them on from those written, and a call whose stack was not interned yet is written without one.
+TEST(RecordingStream, TablesThatGrowAreWrittenOnceEachNumberedOn) {
+  const fs::path out = fs::temp_directory_path() / ("asynccheck-tables-" + std::to_string(getpid()) + ".rec");
+  Builder b;
+  b.log.stacks = {Stack{{0x1000}, {}}, Stack{{0x2000}, {PyFrame{"a.py", "f", 3}}}, Stack{{0x3000, 0x3100}, {}}};
+  b.log.nvtx_ranges = {NvtxRange{"", "outer", 0}, NvtxRange{"", "inner", 1}};
+  size_t interned_stacks = 1, interned_ranges = 1;  // what the "program" interned so far
+  std::vector<std::pair<size_t, size_t>> asked;
+  report::RecordingStream stream;
+  std::string error;
+  ASSERT_TRUE(stream.open(
+      out.string(), true, b.log.run, b.log.api_names,
+      [&](size_t stacks_from, size_t ranges_from, std::vector<Stack>& stacks, std::vector<NvtxRange>& ranges) {
+        asked.emplace_back(stacks_from, ranges_from);
+        stacks.assign(b.log.stacks.begin() + static_cast<std::ptrdiff_t>(stacks_from),
+                      b.log.stacks.begin() + static_cast<std::ptrdiff_t>(interned_stacks));
+        ranges.assign(b.log.nvtx_ranges.begin() + static_cast<std::ptrdiff_t>(ranges_from),
+                      b.log.nvtx_ranges.begin() + static_cast<std::ptrdiff_t>(interned_ranges));
+      },
+      error))
+      << error;
+  b.launch(10 * kUs);
+  ApiCall first = b.log.calls.back();
+  first.stack = 1;
+  first.nvtx_range = 1;
+  b.launch(20 * kUs);
+  ApiCall early = b.log.calls.back();
+  early.stack = 3;  // not interned when its chunk is written
+  stream.write({first, early}, {});
+  interned_stacks = 3;
+  interned_ranges = 2;
+  b.launch(30 * kUs);
+  ApiCall later = b.log.calls.back();
+  later.stack = 3;
+  later.nvtx_range = 2;
+  stream.write({later}, {});
+  stream.write({}, {});
+  EventLog tail = b.log;
+  tail.calls.clear();
+  tail.ops.clear();
+  ASSERT_TRUE(stream.close(tail, error)) << error;
+  EXPECT_EQ(asked, (std::vector<std::pair<size_t, size_t>>{{0, 0}, {1, 1}, {3, 2}}));
+  std::ifstream in(out);
+  EventLog reread;
+  ASSERT_TRUE(read_recording(in, reread, error)) << error;
+  fs::remove(out);
+  ASSERT_EQ(reread.stacks.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(reread.stacks[i].frames, b.log.stacks[i].frames) << i;
+    EXPECT_EQ(reread.stacks[i].python.size(), b.log.stacks[i].python.size()) << i;
+  }
+  ASSERT_EQ(reread.stacks[1].python.size(), 1u);
+  EXPECT_EQ(reread.stacks[1].python[0].file, "a.py");
+  ASSERT_EQ(reread.nvtx_ranges.size(), 2u);
+  EXPECT_EQ(reread.nvtx_ranges[1].name, "inner");
+  EXPECT_EQ(reread.nvtx_ranges[1].parent, 1u);
+  ASSERT_EQ(reread.calls.size(), 3u);
+  EXPECT_EQ(reread.calls[0].stack, 1u);
+  EXPECT_EQ(reread.calls[1].stack, 0u);  // its stack came after its chunk
+  EXPECT_EQ(reread.calls[2].stack, 3u);
+  EXPECT_EQ(reread.calls[2].nvtx_range, 2u);
 }
 
 // A program that creates a stream, launches on it and destroys it, again and again (a server per request, threads

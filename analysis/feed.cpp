@@ -318,10 +318,10 @@ void AnalysisFeed::release_untimed(bool all) {
 
 // Written once the backlog's lock is let go (the collecting side does not wait for a recording's write), still
 // under the analysis' (the sinks are written one call at a time, in the analysis' order).
-void AnalysisFeed::write_sink(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
+void AnalysisFeed::write_sink(std::vector<ApiCall> calls, std::vector<GpuOp> ops) {
   if (!sink_) return;
-  if (!calls.empty() || !ops.empty()) sink_->write(calls, ops);
-  if (!sink_ops_.empty()) sink_->write({}, std::exchange(sink_ops_, {}));
+  if (!calls.empty() || !ops.empty()) sink_->take(std::move(calls), std::move(ops));
+  if (!sink_ops_.empty()) sink_->take({}, std::exchange(sink_ops_, {}));
 }
 
 // Calls are taken whole, in start order: everything that started before the backlog's next call is then in the
@@ -354,7 +354,7 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   release_untimed(false);
   const bool drained = backlog_calls_.empty();
   lock.unlock();
-  write_sink(sink_calls, sink_ops);
+  write_sink(std::move(sink_calls), std::move(sink_ops));
   analysis_.advance(std::min(horizon_ns, next));
   if (drained) analysis_.release_scratch();  // the round is done: see release_scratch()
   FeedStats& st = chunk_stats_;
@@ -378,7 +378,7 @@ StreamingAnalysis::Result AnalysisFeed::finish(std::vector<ApiCall> calls, std::
   marks_ = std::move(marks);
   marks_new_ = true;
   hand_over_counts();
-  write_sink(backlog_calls_, backlog_ops_);
+  if (sink_) write_sink(backlog_calls_, backlog_ops_);  // copies: the analysis takes these
   analysis_.add(std::exchange(backlog_calls_, {}), std::exchange(backlog_ops_, {}));
   release_untimed(true);
   write_sink({}, {});

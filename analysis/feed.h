@@ -83,6 +83,8 @@ class EventSink {
  public:
   virtual ~EventSink() = default;
   virtual void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) = 0;
+  // The same, the events the sink's to keep (a copy made for it): a sink that hands them to another thread moves them.
+  virtual void take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) { write(calls, ops); }
 };
 
 // Two threads may use one feed at once: one collects (add, count_shed, count_round_times, records_before, and the
@@ -187,7 +189,7 @@ class AnalysisFeed {
   // watched never comes); `second` counts the rounds it waited.
   void release_untimed(bool all);  // both locks held
   // The sink's events: given, then what release_untimed released since (sink_ops_). Under the analysis' lock.
-  void write_sink(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);
+  void write_sink(std::vector<ApiCall> calls, std::vector<GpuOp> ops);
   std::vector<GpuOp> sink_ops_;
   static constexpr uint32_t kUntimedRounds = 16;
   std::vector<std::pair<GpuOp, uint32_t>> untimed_;

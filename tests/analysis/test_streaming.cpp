@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <unistd.h>
 
@@ -246,6 +248,7 @@ TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
       while (feed.has_backlog()) feed.compact_chunk(horizon);
     }
     feed.finish({}, {}, {});
+    ASSERT_TRUE(stream.flush(std::chrono::seconds(10)));  // written on the stream's thread
     EXPECT_FALSE(fs::exists(out)) << "moved into place only when complete";
     {  // Cut short here (the program killed): the temporary file reads, says how it was made, and is incomplete.
       std::ifstream partial(out.string() + ".tmp." + std::to_string(getpid()));
@@ -305,6 +308,7 @@ TEST(RecordingStream, TablesThatGrowAreWrittenOnceEachNumberedOn) {
   ApiCall early = b.log.calls.back();
   early.stack = 3;  // not interned when its chunk is written
   stream.write({first, early}, {});
+  ASSERT_TRUE(stream.flush(std::chrono::seconds(10)));  // written on the stream's thread: before the tables grow
   interned_stacks = 3;
   interned_ranges = 2;
   b.launch(30 * kUs);
@@ -312,7 +316,8 @@ TEST(RecordingStream, TablesThatGrowAreWrittenOnceEachNumberedOn) {
   later.stack = 3;
   later.nvtx_range = 2;
   stream.write({later}, {});
-  stream.write({}, {});
+  ASSERT_TRUE(stream.flush(std::chrono::seconds(10)));
+  stream.take({}, {});
   EventLog tail = b.log;
   tail.calls.clear();
   tail.ops.clear();
@@ -337,6 +342,40 @@ TEST(RecordingStream, TablesThatGrowAreWrittenOnceEachNumberedOn) {
   EXPECT_EQ(reread.calls[1].stack, 0u);  // its stack came after its chunk
   EXPECT_EQ(reread.calls[2].stack, 3u);
   EXPECT_EQ(reread.calls[2].nvtx_range, 2u);
+}
+
+// The stream's thread behind (a file system that does not keep up): the feed waits for room in the queue only so
+// long, then the recording fails and says why, rather than hold the analysis or queue without bound.
+TEST(RecordingStream, AWriterThatFallsBehindFailsTheRecordingAndSaysWhy) {
+  const fs::path out = fs::temp_directory_path() / ("asynccheck-behind-" + std::to_string(getpid()) + ".rec");
+  Builder b;
+  for (int i = 0; i < 8; ++i) b.launch(static_cast<uint64_t>(10 + i) * kUs);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool held = true;  // the writer waits in its first batch
+  report::RecordingStream stream({/*max_queued_events=*/4, std::chrono::milliseconds(50), std::chrono::seconds(10)});
+  std::string error;
+  ASSERT_TRUE(stream.open(
+      out.string(), true, b.log.run, b.log.api_names,
+      [&](size_t, size_t, std::vector<Stack>&, std::vector<NvtxRange>&) {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return !held; });
+      },
+      error))
+      << error;
+  const std::vector<ApiCall> two(b.log.calls.begin(), b.log.calls.begin() + 2);
+  stream.write(two, {});  // taken by the writer, which waits
+  stream.write(two, {});  // queued: 2 of 4
+  stream.write(two, {});  // 4 of 4
+  stream.write(two, {});  // no room within 50 ms: dropped
+  {
+    std::lock_guard lock(mu);
+    held = false;
+  }
+  cv.notify_all();
+  EXPECT_FALSE(stream.close(b.log, error));
+  EXPECT_NE(error.find("is incomplete: its events came faster than they could be written"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(out));
 }
 
 // A program that creates a stream, launches on it and destroys it, again and again (a server per request, threads

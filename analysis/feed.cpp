@@ -378,6 +378,7 @@ StreamingAnalysis::Result AnalysisFeed::finish(std::vector<ApiCall> calls, std::
   marks_ = std::move(marks);
   marks_new_ = true;
   hand_over_counts();
+  if (sink_) sink_->finishing();
   if (sink_) write_sink(backlog_calls_, backlog_ops_);  // copies: the analysis takes these
   analysis_.add(std::exchange(backlog_calls_, {}), std::exchange(backlog_ops_, {}));
   release_untimed(true);

@@ -85,6 +85,8 @@ class EventSink {
   virtual void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) = 0;
   // The same, the events the sink's to keep (a copy made for it): a sink that hands them to another thread moves them.
   virtual void take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) { write(calls, ops); }
+  // The run is ending: the analysis' threads stopped, what is left comes now (AnalysisFeed::finish).
+  virtual void finishing() {}
 };
 
 // Two threads may use one feed at once: one collects (add, count_shed, count_round_times, records_before, and the

@@ -33,7 +33,7 @@ struct Hex {
 
 // The lines of a recording's events, formatted into a buffer of our own and appended to a string of the caller's
 // a block at a time (at the latest when the Text goes): a live run writes every chunk of its events
-// (report/recording_stream.h) on the analysis thread, a million calls a second in a flood, and std::ostream's cost
+// (report/recording_stream.h, on the recording's thread), a million calls a second in a flood, and std::ostream's cost
 // per field (a sentry, the locale's facets, a virtual call) was most of the time that took. Fields are written as
 // std::ostream writes them: integers in decimal (a bool as 0 or 1), Hex{} in lowercase hexadecimal. A one-byte
 // integer must be cast to int first, as std::ostream would write it as a character.

@@ -53,7 +53,7 @@ void write_nvtx_ranges(std::ostream& out, const std::vector<NvtxRange>& ranges, 
 void write_events(std::ostream& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);
 void write_recording_tail(std::ostream& out, const EventLog& log, size_t stacks_written, size_t nvtx_written);
 // The same lines appended to a string of the caller's, which the writers above write: what a live run writes for
-// every chunk of its events, on the analysis thread, without std::ostream's cost per field. `ids_from`: the table
+// every chunk of its events, on the recording's thread, without std::ostream's cost per field. `ids_from`: the table
 // given is the whole one's from that index on (a live run asks only for the entries not written yet).
 void append_stacks(std::string& out, const std::vector<Stack>& stacks, size_t first, size_t ids_from = 0);
 void append_nvtx_ranges(std::string& out, const std::vector<NvtxRange>& ranges, size_t first, size_t ids_from = 0);

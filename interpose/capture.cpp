@@ -209,6 +209,11 @@ void on_mark(MarkKind kind) {
 }  // namespace
 
 bool start(const Options& options, std::string& error, std::string& warning) {
+  if (options.round_calls == 0 || options.activity_buffer_bytes == 0) {  // capture.h: the options' own, unset
+    error = "the capture's options were not set (compact_round " + std::to_string(options.round_calls) +
+            ", activity_buffer_kb " + std::to_string(options.activity_buffer_bytes / 1024) + ")";
+    return false;
+  }
   Global& g = global();
   g.streaming = options.streaming;
   g.env = options.env;

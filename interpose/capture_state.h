@@ -90,8 +90,8 @@ struct Global {
 };
 
 // A round starts when the threads hold Global::round_calls calls (compact_round, 4k by default), or
-// kRoundInterval after the last one, whichever comes first (checked every kPoll; analysis/pace.h). Each chunk moves at most
-// kChunkCalls calls into the analysis. These bound what waits in buffers (the threads' logs, the backlog: ~150
+// kRoundInterval after the last one, whichever comes first (checked every kPoll; analysis/pace.h). Each chunk moves
+// at most kChunkCalls calls into the analysis. These bound what waits in buffers (the threads' logs, the backlog: ~150
 // bytes a call) and a chunk's temporaries (a few hundred bytes per call of the chunk and of what the margin keeps),
 // hence the memory added, and a chunk's duration (tens of ms), hence how long finish() waits. Halving them from 32k
 // took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200; rounds of 4k instead of 16k took 16 MiB more

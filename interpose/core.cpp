@@ -229,8 +229,9 @@ void finish_recording(EventLog& log) {
   copy_run_and_tables(log, tail);
   tail.carried.calls = log.run.unanalyzed_calls;
   tail.carried.ops = capture::stats().dropped_ops;
-  std::string error;
-  if (!g_recording->close(tail, error)) say("ERROR: " + error);
+  std::string error, warning;
+  if (!g_recording->close(tail, error, warning)) say("ERROR: " + error);
+  if (!warning.empty()) say("WARNING: " + warning);
 }
 
 // What emit_report did: asynccheck_report_now (report_now.cpp) tells its caller.
@@ -244,7 +245,14 @@ Wrote emit_report(EndKind kind, int sig) {
   if (g_capturing && g_descendant && !used_cuda(log)) return Wrote::Nothing;
   // Monitoring off: a helper process that never loaded the CUDA driver has nothing to say either.
   if (!g_capturing && g_descendant && !lineage::cuda_driver_loaded()) return Wrote::Nothing;
-  if (g_capturing) log.nvtx_ranges = nvtx_ranges::names();  // after finish(): every id a call holds is named
+  if (g_capturing) {
+    log.nvtx_ranges = nvtx_ranges::names();  // after finish(): every id a call holds is named
+    // Unless the table could not be read in time (a thread stopped by a signal holds it): ids it does not name
+    // would not read back from the hand-off.
+    const size_t named = log.nvtx_ranges.size();
+    for (ApiCall& c : log.calls) c.nvtx_range = c.nvtx_range > named ? 0 : c.nvtx_range;
+    for (CarriedSite& s : log.carried.findings) s.nvtx_range = s.nvtx_range > named ? 0 : s.nvtx_range;
+  }
   RunInfo info = *g_run;
   // Started, then stopped before the end (capture::finish): every report and recording keeps it, and the summary
   // (the library's, or the command's from the recording) says it.

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "analysis/utf8.h"
+#include "interpose/lock_within.h"
 
 namespace asynccheck::nvtx_ranges {
 namespace {
@@ -343,7 +344,8 @@ uint32_t current() {
 
 std::vector<NvtxRange> names(size_t first) {
   Table& t = table();
-  std::lock_guard lock(t.mu);
+  if (!lock_within(t.mu)) return {};  // a thread stopped by a signal holds it: none (a recording writes calls without)
+  std::lock_guard lock(t.mu, std::adopt_lock);
   std::vector<NvtxRange> out;
   for (size_t i = first; i < t.nodes.size(); ++i) {
     const Node& n = t.nodes[i];

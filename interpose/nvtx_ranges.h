@@ -51,7 +51,8 @@ void on_callback(uint32_t cbid, const void* params, const void* result);
 uint32_t current();
 
 // The nodes interned so far from index `first` on, in id order (id N is element N - 1 - first): for
-// EventLog::nvtx_ranges (all of them), and a recording written as the run goes (those not written yet).
+// EventLog::nvtx_ranges (all of them), and a recording written as the run goes (those not written yet). Empty if
+// the table's lock could not be taken in time (lock_within.h).
 std::vector<NvtxRange> names(size_t first = 0);
 
 // Nestings recorded as their enclosing node because the table was full.

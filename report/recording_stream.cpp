@@ -5,7 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "analysis/recording.h"
@@ -13,150 +17,205 @@
 
 namespace asynccheck::report {
 
-RecordingStream::~RecordingStream() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-    closed_ = true;
+struct RecordingStream::Writer {
+  struct Batch {
+    std::vector<ApiCall> calls;
+    std::vector<GpuOp> ops;
+  };
+
+  explicit Writer(RecordingLimits l) : limits(l) {}
+  void loop();
+  void write_now(Batch& batch);
+  // Until the writer left its loop, at most `deadline` (told to stop first).
+  bool wait_gone(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds deadline) {
+    stop = true;
+    cv.notify_all();
+    return cv.wait_for(lock, deadline, [&] { return gone; });
   }
-  cv_.notify_all();
-  if (writer_.joinable()) writer_.join();  // not closed: what was queued is written, the temporary file stays
-  if (fd_ >= 0) ::close(fd_);
+
+  const RecordingLimits limits;
+  // Under mu: the queue and the writer's state.
+  std::mutex mu;
+  std::condition_variable cv;  // a batch queued, one written, the writer told to stop, the writer gone
+  std::deque<Batch> queue;
+  size_t queued_events = 0;               // the batch being written included
+  bool busy = false;                      // the writer holds a batch it took off the queue
+  bool stop = false;                      // the writer leaves once the queue is empty
+  bool gone = false;                      // it left
+  bool closed = false;                    // close() ran: later writes are not written
+  bool finishing = false;                 // the run is ending: no wait for room
+  bool cut = false;                       // a batch found no room in time: it and every later one are left out
+  uint64_t left_calls = 0, left_ops = 0;  // what was left out
+
+  // The writer's while it runs; close()'s once it is gone.
+  int fd = -1;
+  std::string path, tmp, error;
+  bool overwrite = false;
+  Tables tables;
+  size_t stacks_written = 0, nvtx_written = 0;
+  std::string text;  // a batch's text, reused from batch to batch
+};
+
+RecordingStream::RecordingStream(RecordingLimits limits) : w_(std::make_shared<Writer>(limits)) {}
+
+RecordingStream::~RecordingStream() {
+  std::unique_lock lock(w_->mu);
+  w_->closed = true;
+  if (w_->fd < 0) return;
+  // Not closed (a test, or a stream given up on): what was queued is written, and the temporary file stays. A writer
+  // that does not finish in time keeps the file (and its own share of the state) to itself.
+  if (w_->wait_gone(lock, w_->limits.drain_wait)) ::close(w_->fd);
 }
 
 bool RecordingStream::open(const std::string& path, bool overwrite, const RunInfo& run,
                            const std::vector<std::string>& api_names, Tables tables, std::string& error) {
-  std::lock_guard lock(mu_);
-  path_ = path;
+  Writer& w = *w_;
+  std::lock_guard lock(w.mu);
+  w.path = path;
   if (!path.empty() && path[0] != '/') {  // moved into place at exit: the program may have changed directory
     char cwd[4096];
-    if (getcwd(cwd, sizeof cwd)) path_ = std::string(cwd) + "/" + path;
+    if (getcwd(cwd, sizeof cwd)) w.path = std::string(cwd) + "/" + path;
   }
-  fd_ = open_beside(path_, tmp_, error);
-  if (fd_ < 0) return false;
-  overwrite_ = overwrite;
-  tables_ = std::move(tables);
+  w.fd = open_beside(w.path, w.tmp, error);
+  if (w.fd < 0) return false;
+  w.overwrite = overwrite;
+  w.tables = std::move(tables);
   std::ostringstream head;
   write_recording_head(head, run, api_names);
-  if (!write_all(fd_, head.str(), path_, error_)) {
-    error = error_;
-    ::close(fd_);
-    fd_ = -1;
-    unlink(tmp_.c_str());
+  if (!write_all(w.fd, head.str(), w.path, w.error)) {
+    error = w.error;
+    ::close(w.fd);
+    w.fd = -1;
+    unlink(w.tmp.c_str());
     return false;
   }
-  // With every signal blocked: the program's signals must reach its own threads, not ours.
+  // With every signal blocked: the program's signals must reach its own threads, not ours. Detached: it holds its
+  // share of the state, and is waited for with a deadline (close(), the destructor).
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  writer_ = std::thread([this] { writer_loop(); });
+  std::thread([w = w_] { w->loop(); }).detach();
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return true;
 }
 
-void RecordingStream::write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) { queue({calls, ops}); }
+void RecordingStream::write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
+  take(std::vector<ApiCall>(calls), std::vector<GpuOp>(ops));
+}
 
 void RecordingStream::take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) {
-  queue({std::move(calls), std::move(ops)});
-}
-
-void RecordingStream::queue(Batch batch) {
-  const size_t events = batch.calls.size() + batch.ops.size();
-  std::unique_lock lock(mu_);
-  if (closed_ || !writer_.joinable() || !dropped_.empty()) return;
-  const bool room = cv_.wait_for(lock, limits_.room_wait, [&] {
-    return queued_events_ == 0 || queued_events_ + events <= limits_.max_queued_events;
-  });
-  if (!room) {
-    dropped_ = "its events came faster than they could be written (" + std::to_string(queued_events_) + " waited " +
-               std::to_string(limits_.room_wait.count()) + " ms to be)";
+  Writer& w = *w_;
+  const size_t events = calls.size() + ops.size();
+  std::unique_lock lock(w.mu);
+  if (w.closed || w.fd < 0) return;
+  if (!w.cut && !w.finishing) {
+    w.cut = !w.cv.wait_for(lock, w.limits.room_wait, [&] {
+      return w.closed || w.finishing || w.queued_events == 0 || w.queued_events + events <= w.limits.max_queued_events;
+    });
+    if (w.closed) return;
+  }
+  if (w.cut) {  // the recording stops where it is: a hole would change what the rest of it means
+    w.left_calls += calls.size();
+    w.left_ops += ops.size();
     return;
   }
-  queued_events_ += events;
-  queue_.push_back(std::move(batch));
-  cv_.notify_all();
+  w.queued_events += events;
+  w.queue.push_back({std::move(calls), std::move(ops)});
+  w.cv.notify_all();
 }
 
-void RecordingStream::writer_loop() {
-  std::unique_lock lock(mu_);
+void RecordingStream::finishing() {
+  std::lock_guard lock(w_->mu);
+  w_->finishing = true;
+  w_->cv.notify_all();
+}
+
+void RecordingStream::Writer::loop() {
+  std::unique_lock lock(mu);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // told to stop, and nothing left
-    Batch batch = std::move(queue_.front());
-    queue_.pop_front();
-    busy_ = true;
+    cv.wait(lock, [&] { return stop || !queue.empty(); });
+    if (queue.empty()) break;  // told to stop, and nothing left
+    Batch batch = std::move(queue.front());
+    queue.pop_front();
+    busy = true;
     lock.unlock();
-    write_now(batch);
     const size_t events = batch.calls.size() + batch.ops.size();
-    batch = {};  // freed before the next waits
+    write_now(batch);
+    batch = {};  // freed before the next wait
     lock.lock();
-    queued_events_ -= events;
-    busy_ = false;
-    cv_.notify_all();
+    queued_events -= events;
+    busy = false;
+    cv.notify_all();
   }
+  gone = true;
+  cv.notify_all();
 }
 
-void RecordingStream::write_now(const Batch& batch) {
-  if (fd_ < 0 || !error_.empty()) return;
-  text_.clear();              // its capacity kept: the next batch's text is about as long
+void RecordingStream::Writer::write_now(Batch& batch) {
+  if (fd < 0 || !error.empty()) return;
+  text.clear();               // its capacity kept: the next batch's text is about as long
   std::vector<Stack> stacks;  // only those not written yet: the whole table each chunk cost O(stacks) a chunk
   std::vector<NvtxRange> ranges;
-  if (tables_) tables_(stacks_written_, nvtx_written_, stacks, ranges);
-  append_stacks(text_, stacks, 0, stacks_written_);
-  append_nvtx_ranges(text_, ranges, 0, nvtx_written_);
-  stacks_written_ += stacks.size();
-  nvtx_written_ += ranges.size();
-  const bool dangling =
-      std::any_of(batch.calls.begin(), batch.calls.end(), [&](const ApiCall& c) { return c.stack > stacks_written_; });
-  if (dangling) {
-    std::vector<ApiCall> fixed = batch.calls;
-    for (ApiCall& c : fixed) c.stack = c.stack > stacks_written_ ? 0 : c.stack;
-    append_events(text_, fixed, batch.ops);
-  } else {
-    append_events(text_, batch.calls, batch.ops);
+  if (tables) tables(stacks_written, nvtx_written, stacks, ranges);
+  append_stacks(text, stacks, 0, stacks_written);
+  append_nvtx_ranges(text, ranges, 0, nvtx_written);
+  stacks_written += stacks.size();
+  nvtx_written += ranges.size();
+  for (ApiCall& c : batch.calls) {  // ids not written yet would not read back
+    if (c.stack > stacks_written) c.stack = 0;
+    if (c.nvtx_range > nvtx_written) c.nvtx_range = 0;
   }
-  write_all(fd_, text_, path_, error_);
+  append_events(text, batch.calls, batch.ops);
+  write_all(fd, text, path, error);
 }
 
 bool RecordingStream::flush(std::chrono::milliseconds deadline) {
-  std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, deadline, [&] { return queue_.empty() && !busy_; });
+  std::unique_lock lock(w_->mu);
+  return w_->cv.wait_for(lock, deadline, [&] { return w_->queue.empty() && !w_->busy; });
 }
 
-bool RecordingStream::close(const EventLog& log, std::string& error) {
-  std::unique_lock lock(mu_);
-  if (fd_ < 0 || closed_) {
-    error = "the recording '" + path_ + "' was not open";
+bool RecordingStream::close(const EventLog& log, std::string& error, std::string& warning) {
+  Writer& w = *w_;
+  std::unique_lock lock(w.mu);
+  if (w.fd < 0 || w.closed) {
+    error = "the recording '" + w.path + "' was not open";
     return false;
   }
-  closed_ = true;
-  const bool drained = cv_.wait_for(lock, limits_.drain_wait, [&] { return queue_.empty() && !busy_; });
-  stop_ = true;
-  cv_.notify_all();
-  if (!drained) {
-    // The writer is stuck (a file system that does not answer): it keeps the file; the recording stays
-    // temporary and incomplete.
-    writer_.detach();
-    error = "the recording '" + path_ + "' was not finished: its last events were not written within " +
-            std::to_string(limits_.drain_wait.count()) + " ms; " + tmp_ + " holds what was";
+  w.closed = true;
+  if (!w.wait_gone(lock, w.limits.drain_wait)) {
+    // The writer is stuck (a file system that does not answer): it keeps the file, which stays temporary.
+    error = "the recording '" + w.path + "' was not finished: its last events were not written within " +
+            std::to_string(w.limits.drain_wait.count()) + " ms; " + w.tmp + " holds what was";
     return false;
   }
-  lock.unlock();
-  if (writer_.joinable()) writer_.join();  // it leaves at once: nothing is queued
-  if (error_.empty() && !dropped_.empty()) error_ = "the recording '" + path_ + "' is incomplete: " + dropped_;
-  if (error_.empty()) {
+  if (w.error.empty()) {
     std::ostringstream o;
-    write_recording_tail(o, log, stacks_written_, nvtx_written_);
-    write_all(fd_, o.str(), path_, error_);
+    if (w.cut) {
+      EventLog tail;
+      copy_run_and_tables(log, tail);
+      tail.carried = log.carried;
+      tail.carried.calls += w.left_calls;
+      tail.run.unanalyzed_calls += w.left_calls;
+      tail.carried.ops += w.left_ops;
+      tail.run.complete = false;
+      write_recording_tail(o, tail, w.stacks_written, w.nvtx_written);
+      warning = "the recording '" + w.path + "' stops before the run's end: its events came faster than they could " +
+                "be written (" + std::to_string(w.limits.max_queued_events) + " waiting for more than " +
+                std::to_string(w.limits.room_wait.count()) + " ms); " + std::to_string(w.left_calls) + " calls and " +
+                std::to_string(w.left_ops) + " GPU operations after that are counted in it, not recorded";
+    } else {
+      write_recording_tail(o, log, w.stacks_written, w.nvtx_written);
+    }
+    write_all(w.fd, o.str(), w.path, w.error);
   }
-  ::close(fd_);
-  fd_ = -1;
-  if (!error_.empty()) {
-    error = error_;
-    unlink(tmp_.c_str());
+  ::close(w.fd);
+  w.fd = -1;
+  if (!w.error.empty()) {
+    error = w.error;
+    unlink(w.tmp.c_str());
     return false;
   }
-  return move_into_place(tmp_, path_, overwrite_, error);
+  return move_into_place(w.tmp, w.path, w.overwrite, error);
 }
 
 }  // namespace asynccheck::report

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -25,67 +26,50 @@ namespace asynccheck::report {
 // How much may wait for the stream's thread, and how long the feed and close() wait for it.
 struct RecordingLimits {
   size_t max_queued_events = 256 * 1024;
-  std::chrono::milliseconds room_wait{10'000};   // write() for room in the queue
+  // write() for room in the queue. Short: the analysis' thread waits, holding the analysis (the collecting thread,
+  // shedding, waits for it in turn). Past it the recording stops where it is (close() says so).
+  std::chrono::milliseconds room_wait{100};
   std::chrono::milliseconds drain_wait{10'000};  // close() for what was queued
 };
 
 class RecordingStream : public EventSink {
  public:
   // The stacks and NVTX range names interned so far (ids 1, 2, ... in order) from the index given on (those written
-  // already are not asked for again): those the events refer to are written before them.
+  // already are not asked for again), or none if they could not be read in time: those the events refer to are
+  // written before them. Called on the stream's thread.
   using Tables = std::function<void(size_t stacks_from, size_t ranges_from, std::vector<Stack>& stacks,
                                     std::vector<NvtxRange>& ranges)>;
 
-  explicit RecordingStream(RecordingLimits limits = {}) : limits_(limits) {}
+  explicit RecordingStream(RecordingLimits limits = {});
   RecordingStream(const RecordingStream&) = delete;
   RecordingStream& operator=(const RecordingStream&) = delete;
+  // Not closed: what was queued is written (at most drain_wait), and the temporary file stays, incomplete.
   ~RecordingStream() override;
 
   // `run`: what is known of the run at its start (program, arguments, pid, thresholds, settings). A relative `path`
   // is the working directory's at open(), whatever the program does later.
   bool open(const std::string& path, bool overwrite, const RunInfo& run, const std::vector<std::string>& api_names,
             Tables tables, std::string& error);
-  // On the feed's thread: queued for the stream's thread. Past RecordingLimits::max_queued_events waiting, waits for room, at
-  // most room_wait; then the recording fails (close() says why) rather than hold the analysis or grow without bound. Calls
-  // whose stack was not interned yet (the interner could not be read in time) are written without one.
+  // On the feed's thread: queued for the stream's thread. With max_queued_events waiting (the batch being written
+  // included), waits for room at most room_wait; then that batch and every later one are not written: the recording
+  // is what came before, said incomplete, with the calls and operations left out counted (close()). After
+  // finishing(), no wait: close() bounds the rest. Calls whose stack or NVTX range was not written yet (the tables
+  // could not be read in time) are written without one.
   void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) override;  // copies them
   void take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) override;
+  void finishing() override;
   // Waits until everything queued is written, at most `deadline`: false if it was not (tests read the file then).
   bool flush(std::chrono::milliseconds deadline);
-  // The tail (recording.h: write_recording_tail) from `log`: the run, modules, every stack and NVTX name, symbols,
-  // what was counted but not kept (carried calls and ops), marks; once what was queued is written (at most
-  // RecordingLimits::drain_wait). Then moves the file into place. A write() after close() (a feed thread that did not stop in
-  // time) is not written.
-  bool close(const EventLog& log, std::string& error);
+  // Once what was queued is written (at most drain_wait), the tail (recording.h: write_recording_tail) from `log`:
+  // the run, modules, every stack and NVTX name, symbols, what was counted but not kept (carried calls and ops),
+  // marks; then moves the file into place. Events left out (write()) make the tail say the run incomplete and count
+  // them as carried, and `warning` says so. A write() after close() (a feed thread that did not stop in time) is not
+  // written. False, with `error`, when there is no recording: nothing was moved into place.
+  bool close(const EventLog& log, std::string& error, std::string& warning);
 
  private:
-  struct Batch {
-    std::vector<ApiCall> calls;
-    std::vector<GpuOp> ops;
-  };
-  void queue(Batch batch);
-  void writer_loop();
-  void write_now(const Batch& batch);  // on the writer thread only
-
-  RecordingLimits limits_;
-  // Under mu_: the queue and the writer's state. fd_, text_, error_ and what was written are the writer's while
-  // it runs, close()'s once it has stopped.
-  std::mutex mu_;
-  std::condition_variable cv_;  // a batch queued, one written, the writer told to stop
-  std::deque<Batch> queue_;
-  size_t queued_events_ = 0;
-  bool busy_ = false;    // the writer holds a batch it took off the queue
-  bool stop_ = false;    // the writer leaves once the queue is empty
-  bool closed_ = false;  // close() ran: later writes are not written
-  std::string dropped_;  // why events were dropped (no room in time): the recording fails with it
-  std::thread writer_;
-
-  int fd_ = -1;
-  std::string path_, tmp_, error_;
-  bool overwrite_ = false;
-  Tables tables_;
-  size_t stacks_written_ = 0, nvtx_written_ = 0;
-  std::string text_;  // a batch's text, reused from batch to batch
+  struct Writer;  // what the stream's thread uses: shared with it, so that it outlives a stream it had to leave
+  std::shared_ptr<Writer> w_;
 };
 
 }  // namespace asynccheck::report

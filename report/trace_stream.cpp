@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -159,6 +160,20 @@ uint32_t TraceStream::key_of(const ApiCall& c, rules::RuleId rule) {
 // the threads' calls may be placed interleaved).
 void TraceStream::write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
   if (next_) next_->write(calls, ops);
+  place_all(calls);
+}
+
+// The copy the feed made goes on to the recording (which keeps it) once the calls are placed.
+void TraceStream::take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) {
+  place_all(calls);
+  if (next_) next_->take(std::move(calls), std::move(ops));
+}
+
+void TraceStream::finishing() {
+  if (next_) next_->finishing();
+}
+
+void TraceStream::place_all(const std::vector<ApiCall>& calls) {
   auto before = [](const ApiCall& x, const ApiCall& y) {
     return std::make_pair(x.start_ns, ~end_of(x.start_ns, x.end_ns)) <
            std::make_pair(y.start_ns, ~end_of(y.start_ns, y.end_ns));

@@ -38,6 +38,8 @@ class TraceStream : public EventSink, public ReleaseSink {
 
   // EventSink: the calls as the analysis is given them, in start order: each is placed on a lane of its thread.
   void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) override;
+  void take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) override;
+  void finishing() override;
   // ReleaseSink.
   void judged(const EventLog& window, const std::vector<Finding>& findings) override;
   void ops_released(const EventLog& window, const std::vector<char>& keep) override;
@@ -57,6 +59,7 @@ class TraceStream : public EventSink, public ReleaseSink {
   }
   uint32_t key_of(const ApiCall& c, rules::RuleId rule);
   void place(const ApiCall& c);  // on a lane of its thread
+  void place_all(const std::vector<ApiCall>& calls);
   void see(uint64_t t);
   std::string label(const ApiCall& c) const;
   uint32_t lane_of(const ApiCall& c) const;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -65,6 +66,27 @@ inline std::vector<Delivered> rounds_of(const EventLog& log, int rounds) {
     std::reverse(d.calls.begin(), d.calls.end());  // any order: the compactor sorts
   }
   return out;
+}
+
+// Deliver untimed work as CUPTI would: the round after its call returned (as UntimedWorkDoesNotKeepItsCallForever).
+inline std::vector<Delivered> rounds_with_untimed(const EventLog& log, int n) {
+  std::unordered_map<uint64_t, uint64_t> call_end;
+  for (const ApiCall& c : log.calls) {
+    call_end[c.correlation_id] = c.end_ns;
+    if (c.driver_correlation_id) call_end[c.driver_correlation_id] = c.end_ns;
+  }
+  std::vector<Delivered> rounds = rounds_of(log, n);
+  for (Delivered& d : rounds) {
+    std::erase_if(d.ops, [](const GpuOp& op) { return op.start_ns == 0 && op.kind != GpuOpKind::Sync; });
+  }
+  for (const GpuOp& op : log.ops) {
+    if (op.start_ns != 0 || op.kind == GpuOpKind::Sync) continue;
+    const auto e = call_end.find(op.correlation_id);
+    const uint64_t end = e == call_end.end() ? 0 : e->second;
+    auto r = std::find_if(rounds.begin(), rounds.end(), [&](const Delivered& d) { return d.time > end; });
+    (r == rounds.end() ? rounds.back() : *r).ops.push_back(op);
+  }
+  return rounds;
 }
 
 // Every committed recording (tests/fixtures/recordings), read, with its file name; those that cannot be read are

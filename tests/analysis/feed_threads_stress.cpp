@@ -1,11 +1,16 @@
 // The streaming feed's two sides on two threads, as the capture runs them (interpose/analysis_thread.cpp): every
 // committed recording added in rounds on one thread while another analyzes it, paced as the capture paces it
-// (analysis/pace.h); then again with a backlog limit small enough to shed while chunks run. Built plain and under
+// (analysis/pace.h), with a sink that the events also go to (as a recording or a trace) and with a fiftieth of the
+// GPU work delivered untimed (CUPTI's device buffers used up); then again with a backlog limit small enough to shed
+// while chunks run. Built plain and under
 // ThreadSanitizer (tests/analysis/CMakeLists.txt), which fails the run on a data race between the two sides (the
 // gtest binary is not built with it: it links the report library, and races are the feed's and the analysis'). The
-// saved result must be what the same rounds give on one thread; shedding must keep the findings and count the calls.
+// saved result must be what the same rounds give on one thread, and the sink must get every event once; shedding
+// must keep the findings and count the calls.
 // Exit 0 when all is well, 1 with one line per problem otherwise.
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,6 +28,43 @@ using test_rounds::Delivered;
 using test_rounds::options_for;
 
 constexpr uint64_t kMargin = 200'000;  // ns
+
+// Counts what it is given, as a recording would keep it (take) or a trace read it (write).
+class CountingSink : public EventSink {
+ public:
+  void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) override {
+    std::lock_guard lock(mu_);
+    for (const ApiCall& c : calls) ++calls_[{c.start_ns, c.correlation_id}];
+    for (const GpuOp& o : ops) ++ops_[{o.start_ns, o.correlation_id}];
+  }
+  void take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) override {
+    const std::vector<ApiCall> c = std::move(calls);
+    const std::vector<GpuOp> o = std::move(ops);
+    write(c, o);
+  }
+  // What of `log` it was not given exactly once.
+  std::string missing(const EventLog& log) {
+    std::lock_guard lock(mu_);
+    std::map<std::pair<uint64_t, uint64_t>, int> calls, ops;
+    for (const ApiCall& c : log.calls) ++calls[{c.start_ns, c.correlation_id}];
+    for (const GpuOp& o : log.ops) ++ops[{o.start_ns, o.correlation_id}];
+    if (calls != calls_) return "calls";
+    if (ops != ops_) return "GPU operations";
+    return "";
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<uint64_t, uint64_t>, int> calls_, ops_;
+};
+
+// Every fiftieth operation untimed (start and end 0), as CUPTI delivers work once its device buffers are used up.
+EventLog with_untimed(EventLog log) {
+  for (size_t i = 0; i < log.ops.size(); i += 50) {
+    if (log.ops[i].kind != GpuOpKind::Sync) log.ops[i].start_ns = log.ops[i].end_ns = 0;
+  }
+  return log;
+}
 
 // The feed's result as a recording's text: what a saved run would hold.
 std::string saved(AnalysisFeed& feed, const EventLog& original) {
@@ -55,9 +97,26 @@ int run() {
     // over the window costs a hundred times more).
     const size_t chunk = std::max<size_t>(3, log.calls.size() / 400);
     AnalysisFeed feed(compact_options(log, kMargin), log.run.env, chunk);
+    CountingSink sink;
+    feed.set_sink(&sink);
     test_rounds::deliver_on_two_threads(feed, log, rounds, chunk, 0);
     if (saved(feed, log) != one_thread(log, rounds, chunk)) {
       errors.push_back(path.string() + ": on two threads, not what one thread saves");
+    }
+    if (const std::string m = sink.missing(log); !m.empty()) {
+      errors.push_back(path.string() + ": the sink was not given each of the log's " + m + " once");
+    }
+    const EventLog untimed = with_untimed(log);
+    AnalysisFeed late(compact_options(untimed, kMargin), untimed.run.env, chunk);
+    CountingSink late_sink;
+    late.set_sink(&late_sink);
+    const std::vector<Delivered> late_rounds = test_rounds::rounds_with_untimed(untimed, 13);
+    test_rounds::deliver_on_two_threads(late, untimed, late_rounds, chunk, 0);
+    if (saved(late, untimed) != one_thread(untimed, late_rounds, chunk)) {
+      errors.push_back(path.string() + ": with untimed work on two threads, not what one thread saves");
+    }
+    if (const std::string m = late_sink.missing(untimed); !m.empty()) {
+      errors.push_back(path.string() + ": with untimed work, the sink was not given each of the log's " + m + " once");
     }
     // Shedding while chunks run: a limit of a few rounds' calls (at least two chunks).
     const size_t limit = std::max<size_t>(2 * chunk, log.calls.size() / 40);

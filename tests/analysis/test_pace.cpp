@@ -100,7 +100,7 @@ TEST_F(AnalyzerPaceTest, TheHeapIsTrimmedOnceDrainedAfterFallingBehindAtMostOnce
   AnalyzerPace p(0, kRound, kMaxBacklog, t0);
   const size_t behind = behind_at(0, kRound, kMaxBacklog);
   const int second = static_cast<int>(std::chrono::duration_cast<milliseconds>(AnalyzerPace::kTrimEvery).count());
-  // Never behind: never trimmed, however long it runs.
+  // At behind_at, not past it, then drained: never behind, so never trimmed, however long it runs.
   EXPECT_FALSE(p.trim(p.look(1, behind, unread(), at(second)).drained, at(second)));
   EXPECT_FALSE(p.trim(p.look(1, 0, unread(), at(2 * second)).drained, at(2 * second)));
   // Behind, then drained: trimmed once, not during the flood.

@@ -42,6 +42,7 @@ using test_rounds::Delivered;
 using test_rounds::options_for;
 using test_rounds::read_committed_recordings;
 using test_rounds::rounds_of;
+using test_rounds::rounds_with_untimed;
 using test_rounds::span_of;
 
 constexpr uint64_t kUs = 1'000;
@@ -262,7 +263,9 @@ TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
     EventLog tail = original;
     tail.calls.clear();
     tail.ops.clear();
-    ASSERT_TRUE(stream.close(tail, error)) << error;
+    std::string warning;
+    ASSERT_TRUE(stream.close(tail, error, warning)) << error;
+    EXPECT_EQ(warning, "");
     EXPECT_GT(tables_asked, 0u);
     std::ifstream in(out);
     EventLog reread;
@@ -321,7 +324,9 @@ TEST(RecordingStream, TablesThatGrowAreWrittenOnceEachNumberedOn) {
   EventLog tail = b.log;
   tail.calls.clear();
   tail.ops.clear();
-  ASSERT_TRUE(stream.close(tail, error)) << error;
+  std::string warning;
+  ASSERT_TRUE(stream.close(tail, error, warning)) << error;
+  EXPECT_EQ(warning, "");
   EXPECT_EQ(asked, (std::vector<std::pair<size_t, size_t>>{{0, 0}, {1, 1}, {3, 2}}));
   std::ifstream in(out);
   EventLog reread;
@@ -345,16 +350,17 @@ TEST(RecordingStream, TablesThatGrowAreWrittenOnceEachNumberedOn) {
 }
 
 // The stream's thread behind (a file system that does not keep up): the feed waits for room in the queue only so
-// long, then the recording fails and says why, rather than hold the analysis or queue without bound.
-TEST(RecordingStream, AWriterThatFallsBehindFailsTheRecordingAndSaysWhy) {
+// long, then the recording stops where it is: what came before is written, what came after is counted, and the run
+// is said incomplete. Not a hole: the rest of the run would not mean what it meant.
+TEST(RecordingStream, AWriterThatFallsBehindStopsTheRecordingAndSaysWhere) {
   const fs::path out = fs::temp_directory_path() / ("asynccheck-behind-" + std::to_string(getpid()) + ".rec");
   Builder b;
-  for (int i = 0; i < 8; ++i) b.launch(static_cast<uint64_t>(10 + i) * kUs);
+  for (int i = 0; i < 8; ++i) b.launch(static_cast<uint64_t>(10 + 10 * i) * kUs);
   std::mutex mu;
   std::condition_variable cv;
   bool held = true;  // the writer waits in its first batch
   report::RecordingStream stream({/*max_queued_events=*/4, std::chrono::milliseconds(50), std::chrono::seconds(10)});
-  std::string error;
+  std::string error, warning;
   ASSERT_TRUE(stream.open(
       out.string(), true, b.log.run, b.log.api_names,
       [&](size_t, size_t, std::vector<Stack>&, std::vector<NvtxRange>&) {
@@ -363,19 +369,53 @@ TEST(RecordingStream, AWriterThatFallsBehindFailsTheRecordingAndSaysWhy) {
       },
       error))
       << error;
-  const std::vector<ApiCall> two(b.log.calls.begin(), b.log.calls.begin() + 2);
-  stream.write(two, {});  // taken by the writer, which waits
-  stream.write(two, {});  // queued: 2 of 4
-  stream.write(two, {});  // 4 of 4
-  stream.write(two, {});  // no room within 50 ms: dropped
+  auto calls = [&](size_t from) {
+    return std::vector<ApiCall>(b.log.calls.begin() + from, b.log.calls.begin() + from + 2);
+  };
+  stream.write(calls(0), {});  // 2 of 4 waiting (the writer holds it)
+  stream.write(calls(2), {});  // 4 of 4
+  stream.write(calls(4), {});  // no room within 50 ms: left out
+  stream.write(calls(6), {});  // and every later one, though there may be room by then
   {
     std::lock_guard lock(mu);
     held = false;
   }
   cv.notify_all();
-  EXPECT_FALSE(stream.close(b.log, error));
-  EXPECT_NE(error.find("is incomplete: its events came faster than they could be written"), std::string::npos) << error;
-  EXPECT_FALSE(fs::exists(out));
+  ASSERT_TRUE(stream.close(b.log, error, warning)) << error;
+  EXPECT_NE(warning.find("stops before the run's end"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("4 calls and 0 GPU operations after that are counted in it, not recorded"), std::string::npos)
+      << warning;
+  std::ifstream in(out);
+  EventLog reread;
+  ASSERT_TRUE(read_recording(in, reread, error)) << error;
+  fs::remove(out);
+  ASSERT_EQ(reread.calls.size(), 4u);  // the first two batches
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(reread.calls[i].correlation_id, b.log.calls[i].correlation_id) << i;
+  EXPECT_FALSE(reread.run.complete);
+  EXPECT_EQ(reread.carried.calls, 4u);
+  EXPECT_EQ(reread.run.unanalyzed_calls, 4u);
+  EXPECT_EQ(analyze(reread, options_for(reread)).calls_watched, 8u);
+}
+
+// Once the run is ending (the analysis' threads stopped), what is left is queued whatever is waiting: close()'s
+// deadline bounds it, not the room in the queue.
+TEST(RecordingStream, WhatTheEndBringsIsNotCut) {
+  const fs::path out = fs::temp_directory_path() / ("asynccheck-end-" + std::to_string(getpid()) + ".rec");
+  Builder b;
+  for (int i = 0; i < 8; ++i) b.launch(static_cast<uint64_t>(10 + 10 * i) * kUs);
+  report::RecordingStream stream({/*max_queued_events=*/2, std::chrono::milliseconds(0), std::chrono::seconds(10)});
+  std::string error, warning;
+  ASSERT_TRUE(stream.open(out.string(), true, b.log.run, b.log.api_names, nullptr, error)) << error;
+  stream.finishing();
+  stream.write(std::vector<ApiCall>(b.log.calls.begin(), b.log.calls.begin() + 4), {});
+  stream.write(std::vector<ApiCall>(b.log.calls.begin() + 4, b.log.calls.end()), {});
+  ASSERT_TRUE(stream.close(b.log, error, warning)) << error;
+  EXPECT_EQ(warning, "");
+  std::ifstream in(out);
+  EventLog reread;
+  ASSERT_TRUE(read_recording(in, reread, error)) << error;
+  fs::remove(out);
+  EXPECT_EQ(reread.calls.size(), 8u);
 }
 
 // A program that creates a stream, launches on it and destroys it, again and again (a server per request, threads
@@ -831,27 +871,6 @@ TEST(AnalysisFeed, UntimedWorkDoesNotKeepItsCallForever) {
   EXPECT_LE(kept[1], kept[0] + 10);  // was 10,812 against 226
   EXPECT_LE(kept[2], kept[0] + 10);  // was 19,496
   EXPECT_LE(kept[3], kept[2] + 10);  // not more for a longer run
-}
-
-// Deliver untimed work as CUPTI would: the round after its call returned (as UntimedWorkDoesNotKeepItsCallForever).
-std::vector<Delivered> rounds_with_untimed(const EventLog& log, int n) {
-  std::unordered_map<uint64_t, uint64_t> call_end;
-  for (const ApiCall& c : log.calls) {
-    call_end[c.correlation_id] = c.end_ns;
-    if (c.driver_correlation_id) call_end[c.driver_correlation_id] = c.end_ns;
-  }
-  std::vector<Delivered> rounds = rounds_of(log, n);
-  for (Delivered& d : rounds) {
-    std::erase_if(d.ops, [](const GpuOp& op) { return op.start_ns == 0 && op.kind != GpuOpKind::Sync; });
-  }
-  for (const GpuOp& op : log.ops) {
-    if (op.start_ns != 0 || op.kind == GpuOpKind::Sync) continue;
-    const auto e = call_end.find(op.correlation_id);
-    const uint64_t end = e == call_end.end() ? 0 : e->second;
-    auto r = std::find_if(rounds.begin(), rounds.end(), [&](const Delivered& d) { return d.time > end; });
-    (r == rounds.end() ? rounds.back() : *r).ops.push_back(op);
-  }
-  return rounds;
 }
 
 // StreamDrains takes a later call's work start as proof that the graph ended; an untimed record (start 0) "proves"

@@ -124,7 +124,7 @@ void collect_loop() {
       last = now;
       const Horizons h = take_from_threads(g);
       g.horizon_ns.store(std::min(h.calls, h.records), std::memory_order_release);
-      behind = round_due({}, pending_calls(g), g.round_calls);
+      behind = round_due({}, pending_calls(g), g.round_calls);  // a round's calls came while this one was taken
       lock.lock();
       ++g.rounds_taken;
       g.stop_cv.notify_all();  // the analyzer waits for a round

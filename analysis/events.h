@@ -34,6 +34,9 @@ struct ApiCall {
   uint32_t cbid = 0;                   // CUPTI callback id within the domain
   uint16_t name = 0;                   // index into EventLog::api_names ("cudaMemcpyAsync")
   Domain domain = Domain::Runtime;
+  // Kept by the compaction of earlier versions only as context for other calls (recordings they made still read):
+  // described, not judged; what it contributed to the report is already in EventLog::carried.
+  bool context_only = false;
   rules::CallDescription call;  // what the rule engine needs (stream kind etc. are completed by the analysis)
   uint64_t stream = 0;          // stream handle as passed (0 = default stream)
   uint64_t src_ptr = 0;         // copies: source address (host or device)
@@ -46,10 +49,10 @@ struct ApiCall {
   // The innermost NVTX push/pop range open on the calling thread during the call (interpose/nvtx_ranges.h):
   // N is EventLog::nvtx_ranges[N - 1], 0 = none (no range open, or NVTX ranges were off).
   uint32_t nvtx_range = 0;
-  // Kept by the compaction of earlier versions only as context for other calls (recordings they made still read):
-  // described, not judged; what it contributed to the report is already in EventLog::carried.
-  bool context_only = false;
 };
+// Every call the capture holds is one of these (the threads' buffers, the backlog, the analysis' window: ~100k of
+// them in an 8-thread flood): the flags fill the padding after `domain` rather than add a word at the end.
+static_assert(sizeof(ApiCall) <= 136, "ApiCall grew: every buffered call pays for it");
 
 // Migration: a unified-memory transfer (managed memory paged in or out: CUPTI's unified-memory counters), enqueued
 // by no call; copy_kind says its direction (1 host to device, 2 device to host), bytes how much moved.

@@ -3,17 +3,16 @@
 #include <algorithm>
 
 #include <charconv>
-#include <cstring>
 #include <istream>
 #include <ostream>
 #include <set>
 #include <sstream>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 #include "analysis/monitoring.h"
 #include "analysis/names.h"
+#include "analysis/text.h"
 
 namespace asynccheck {
 namespace {
@@ -26,97 +25,24 @@ constexpr size_t kMaxLine = 1 << 20;
 // table.
 constexpr size_t kMaxNvtxRanges = 1 << 20;
 
-// A number written in lowercase hexadecimal without a prefix, as std::ostream writes it after std::hex.
-struct Hex {
-  uint64_t v;
-};
-
-// The lines of a recording's events, formatted into a buffer of our own and appended to a string of the caller's
-// a block at a time (at the latest when the Text goes): a live run writes every chunk of its events
-// (report/recording_stream.h, on the recording's thread), a million calls a second in a flood, and std::ostream's cost
-// per field (a sentry, the locale's facets, a virtual call) was most of the time that took. Fields are written as
-// std::ostream writes them: integers in decimal (a bool as 0 or 1), Hex{} in lowercase hexadecimal. A one-byte
-// integer must be cast to int first, as std::ostream would write it as a character.
-class Text {
- public:
-  explicit Text(std::string& out) : out_(out) {}
-  Text(const Text&) = delete;
-  Text& operator=(const Text&) = delete;
-  ~Text() { flush(); }
-  // Appends what is buffered to the string.
-  [[gnu::noinline]] void flush() {
-    out_.append(buf_, p_);
-    p_ = buf_;
+// `text` percent-encoded (space, %, control characters and DEL as %XX), so that it is one token; "" as "%00".
+void append_percent_encoded(Text& o, std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  if (text.empty()) {  // keeps the field a token; decodes to the empty string
+    o << "%00";
+    return;
   }
-  // The string's length once flushed.
-  size_t size() const { return out_.size() + static_cast<size_t>(p_ - buf_); }
-
-  Text& operator<<(std::string_view s) {
-    if (s.size() > room()) {
-      flush();
-      if (s.size() > sizeof buf_) {
-        out_.append(s);
-        return *this;
-      }
+  size_t plain = 0;  // the bytes from here to the current one are written as they are, at once
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(text[i]);
+    if (ch <= ' ' || ch == '%' || ch == 0x7f) {
+      const char escaped[] = {'%', kHex[ch >> 4], kHex[ch & 15]};
+      o << text.substr(plain, i - plain) << std::string_view(escaped, sizeof escaped);
+      plain = i + 1;
     }
-    std::memcpy(p_, s.data(), s.size());
-    p_ += s.size();
-    return *this;
   }
-  Text& operator<<(const char* s) { return *this << std::string_view(s); }  // not the bool overload
-  Text& operator<<(char c) {
-    reserve(1);
-    *p_++ = c;
-    return *this;
-  }
-  Text& operator<<(bool v) { return *this << (v ? '1' : '0'); }
-  template <typename Int, typename = std::enable_if_t<std::is_integral_v<Int>>>
-  Text& operator<<(Int v) {
-    static_assert(sizeof(Int) > 1, "std::ostream writes a one-byte integer as a character: cast it to int");
-    reserve(kNumber);
-    p_ = std::to_chars(p_, p_ + kNumber, v).ptr;
-    return *this;
-  }
-  Text& operator<<(Hex h) {
-    reserve(kNumber);
-    p_ = std::to_chars(p_, p_ + kNumber, h.v, 16).ptr;
-    return *this;
-  }
-  // `text` percent-encoded (space, %, control characters and DEL as %XX), so that it is one token; "" as "%00".
-  void encoded(std::string_view text) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    if (text.empty()) {  // keeps the field a token; decodes to the empty string
-      *this << "%00";
-      return;
-    }
-    size_t plain = 0;  // the bytes from here to the current one are written as they are, at once
-    for (size_t i = 0; i < text.size(); ++i) {
-      const auto ch = static_cast<unsigned char>(text[i]);
-      if (ch <= ' ' || ch == '%' || ch == 0x7f) {
-        *this << text.substr(plain, i - plain);
-        reserve(3);
-        p_[0] = '%';
-        p_[1] = kHex[ch >> 4];
-        p_[2] = kHex[ch & 15];
-        p_ += 3;
-        plain = i + 1;
-      }
-    }
-    *this << text.substr(plain);
-  }
-
- private:
-  static constexpr size_t kNumber = 24;  // a 64-bit integer's digits and sign, with room to spare
-  size_t room() const { return static_cast<size_t>(buf_ + sizeof buf_ - p_); }
-  void reserve(size_t n) {
-    if (room() < n) [[unlikely]]
-      flush();
-  }
-
-  std::string& out_;
-  char buf_[4096];
-  char* p_ = buf_;
-};
+  o << text.substr(plain);
+}
 
 // Appends each item's lines and writes them to `o` a block at a time: a whole log's events (write_recording) need
 // not be in memory twice.
@@ -301,7 +227,7 @@ void append_op(Text& o, const GpuOp& op) {
   if (op.name.empty()) {
     o << '-';
   } else {
-    o.encoded(op.name);
+    append_percent_encoded(o, op.name);
   }
   o << '\n';
 }
@@ -409,7 +335,10 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
 
 }  // namespace
 
-void append_percent_encoded(std::string& out, std::string_view text) { Text(out).encoded(text); }
+void append_percent_encoded(std::string& out, std::string_view text) {
+  Text o(out);
+  append_percent_encoded(o, text);
+}
 
 std::string percent_encode(std::string_view text) {
   std::string out;
@@ -545,9 +474,9 @@ void append_stacks(std::string& out, const std::vector<Stack>& stacks, size_t fi
     // Optional (Python programs only), so that recordings of native programs stay readable by older versions.
     for (const PyFrame& f : stacks[i].python) {
       o << "pyframe " << id << ' ';
-      o.encoded(f.file);
+      append_percent_encoded(o, f.file);
       o << ' ';
-      o.encoded(f.function);
+      append_percent_encoded(o, f.function);
       o << ' ' << f.line << '\n';
     }
   }
@@ -563,9 +492,9 @@ void append_nvtx_ranges(std::string& out, const std::vector<NvtxRange>& ranges, 
   Text o(out);
   for (size_t i = first; i < ranges.size(); ++i) {
     o << "nvtx " << (ids_from + i + 1) << ' ';
-    o.encoded(ranges[i].domain);
+    append_percent_encoded(o, ranges[i].domain);
     o << ' ';
-    o.encoded(ranges[i].name);
+    append_percent_encoded(o, ranges[i].name);
     // Only for a nested range: recordings without nesting read as they did in versions that had no parents.
     if (ranges[i].parent != 0) o << ' ' << ranges[i].parent;
     o << '\n';

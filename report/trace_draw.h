@@ -4,7 +4,6 @@
 #pragma once
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -17,6 +16,7 @@
 
 #include "analysis/events.h"
 #include "analysis/finding.h"
+#include "analysis/text.h"
 #include "report/report.h"
 
 namespace asynccheck::report::trace {
@@ -132,9 +132,9 @@ struct Quoted {
   std::string_view text;
 };
 
-// The JSON's text, formatted into a buffer of our own and written to the stream a block at a time: a trace has
-// millions of events of a dozen fields each, and std::ostream's cost per field (a sentry, the locale's facets, a
-// virtual call) was most of the time it took to write one. Numbers are written as std::ostream writes them.
+// The JSON's text, formatted by a Text (analysis/text.h: a trace has millions of events of a dozen fields each) and
+// written to the stream a block at a time. What JSON adds: strings quoted and escaped, and no bool or one-byte
+// integer written as a number.
 class JsonText {
  public:
   explicit JsonText(std::ostream& out) : out_(out) {}
@@ -142,34 +142,36 @@ class JsonText {
   JsonText& operator=(const JsonText&) = delete;
   ~JsonText() { spill(0); }
   JsonText& operator<<(std::string_view s) {
-    b_.append(s);
+    t_ << s;
     return *this;
   }
   JsonText& operator<<(char c) {
-    b_ += c;
+    t_ << c;
     return *this;
   }
   JsonText& operator<<(Quoted q) {
+    t_.flush();  // append_json_string appends to the string, after what the Text holds
     append_json_string(b_, q.text);
     return *this;
   }
   template <typename Int, typename = std::enable_if_t<std::is_integral_v<Int>>>
   JsonText& operator<<(Int v) {
     static_assert(sizeof(Int) > 1, "std::ostream writes a char or a bool as such, not as a number");
-    char buf[24];
-    b_.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+    t_ << v;
     return *this;
   }
   // Writes the buffered text to the stream once there is more than `above` bytes of it.
   void spill(size_t above) {
-    if (b_.size() <= above) return;
+    if (t_.size() <= above) return;
+    t_.flush();
     out_.write(b_.data(), static_cast<std::streamsize>(b_.size()));
     b_.clear();
   }
 
  private:
   std::ostream& out_;
-  std::string b_;
+  std::string b_;  // what t_ flushed, not yet written to out_
+  Text t_{b_};
 };
 
 // Writes the events, one at a time, with timestamps relative to `origin` (the earliest of the run).

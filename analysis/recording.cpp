@@ -63,6 +63,14 @@ void write_in_blocks(std::ostream& o, const std::vector<Item>& items, Append app
   o.write(b.data(), static_cast<std::streamsize>(b.size()));
 }
 
+// Writes to `o` what `append` (one of the append_* functions, which a live run calls itself) appends to a string.
+template <typename Append>
+void write_appended(std::ostream& o, Append append) {
+  std::string b;
+  append(b);
+  o.write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+
 std::vector<std::string_view> split(std::string_view line) {
   std::vector<std::string_view> out;
   size_t i = 0;
@@ -483,9 +491,7 @@ void append_stacks(std::string& out, const std::vector<Stack>& stacks, size_t fi
 }
 
 void write_stacks(std::ostream& o, const std::vector<Stack>& stacks, size_t first) {
-  std::string b;
-  append_stacks(b, stacks, first);
-  o.write(b.data(), static_cast<std::streamsize>(b.size()));
+  write_appended(o, [&](std::string& b) { append_stacks(b, stacks, first); });
 }
 
 void append_nvtx_ranges(std::string& out, const std::vector<NvtxRange>& ranges, size_t first, size_t ids_from) {
@@ -502,9 +508,7 @@ void append_nvtx_ranges(std::string& out, const std::vector<NvtxRange>& ranges, 
 }
 
 void write_nvtx_ranges(std::ostream& o, const std::vector<NvtxRange>& ranges, size_t first) {
-  std::string b;
-  append_nvtx_ranges(b, ranges, first);
-  o.write(b.data(), static_cast<std::streamsize>(b.size()));
+  write_appended(o, [&](std::string& b) { append_nvtx_ranges(b, ranges, first); });
 }
 
 void append_events(std::string& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {

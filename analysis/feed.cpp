@@ -271,11 +271,12 @@ uint64_t AnalysisFeed::records_before(uint64_t flushed_ns, uint64_t forced_ns) {
 }
 
 // Moves into the analysis the untimed work whose call is there, and the work that waited too long (`all`: every
-// one). The common case, no untimed work, costs nothing; otherwise one pass over the calls held, looked up among the
+// one), and returns a copy of it for the sink (none without one) to write once the backlog's lock is let go. The
+// common case, no untimed work, costs nothing; otherwise one pass over the calls held, looked up among the
 // few untimed operations' ids (sorting the ids of every call held, each round and chunk, cost more than the
 // analysis once a flood filled the backlog).
-void AnalysisFeed::release_untimed(bool all) {
-  if (untimed_.empty()) return;
+std::vector<GpuOp> AnalysisFeed::release_untimed(bool all) {
+  if (untimed_.empty()) return {};
   // Whether each untimed op's call is in the analysis, or still in the backlog: work of a call in the backlog waits
   // for it however long (released without it, it would be no one's work there and be let go, and its call, when it
   // came, would wait for its record kRecordOverdueNs, holding every later description back).
@@ -311,9 +312,11 @@ void AnalysisFeed::release_untimed(bool all) {
     }
   }
   untimed_.resize(out);
-  if (released.empty()) return;
-  if (sink_) sink_ops_.insert(sink_ops_.end(), released.begin(), released.end());  // written by the caller
+  if (released.empty()) return {};
+  std::vector<GpuOp> for_sink;
+  if (sink_) for_sink = released;
   analysis_.add({}, std::move(released));
+  return for_sink;
 }
 
 // Written once the backlog's lock is let go (the collecting side does not wait for a recording's write), still
@@ -321,7 +324,6 @@ void AnalysisFeed::release_untimed(bool all) {
 void AnalysisFeed::write_sink(std::vector<ApiCall> calls, std::vector<GpuOp> ops) {
   if (!sink_) return;
   if (!calls.empty() || !ops.empty()) sink_->take(std::move(calls), std::move(ops));
-  if (!sink_ops_.empty()) sink_->take({}, std::exchange(sink_ops_, {}));
 }
 
 // Calls are taken whole, in start order: everything that started before the backlog's next call is then in the
@@ -351,10 +353,11 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
     sink_ops = ops;
   }
   analysis_.add(std::move(calls), std::move(ops));
-  release_untimed(false);
+  std::vector<GpuOp> released = release_untimed(false);
   const bool drained = backlog_calls_.empty();
   lock.unlock();
   write_sink(std::move(sink_calls), std::move(sink_ops));
+  write_sink({}, std::move(released));
   analysis_.advance(std::min(horizon_ns, next));
   if (drained) analysis_.release_scratch();  // the round is done: see release_scratch()
   FeedStats& st = chunk_stats_;
@@ -381,8 +384,7 @@ StreamingAnalysis::Result AnalysisFeed::finish(std::vector<ApiCall> calls, std::
   if (sink_) sink_->finishing();
   if (sink_) write_sink(backlog_calls_, backlog_ops_);  // copies: the analysis takes these
   analysis_.add(std::exchange(backlog_calls_, {}), std::exchange(backlog_ops_, {}));
-  release_untimed(true);
-  write_sink({}, {});
+  write_sink({}, release_untimed(true));
   StreamingAnalysis::Result r = analysis_.finish();
   chunk_stats_.kept_calls = r.log.calls.size();
   chunk_stats_.kept_ops = r.log.ops.size();

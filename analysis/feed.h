@@ -189,10 +189,8 @@ class AnalysisFeed {
   // wait for its record forever (kept in every round: 1.19M calls after 24 minutes of a run with untimed work).
   // It waits here instead until its call is in the analysis, at most kUntimedRounds rounds (a call shed or not
   // watched never comes); `second` counts the rounds it waited.
-  void release_untimed(bool all);  // both locks held
-  // The sink's events: given, then what release_untimed released since (sink_ops_). Under the analysis' lock.
-  void write_sink(std::vector<ApiCall> calls, std::vector<GpuOp> ops);
-  std::vector<GpuOp> sink_ops_;
+  std::vector<GpuOp> release_untimed(bool all);  // both locks held; returns the sink's copy of what it released
+  void write_sink(std::vector<ApiCall> calls, std::vector<GpuOp> ops);  // under the analysis' lock
   static constexpr uint32_t kUntimedRounds = 16;
   std::vector<std::pair<GpuOp, uint32_t>> untimed_;
 

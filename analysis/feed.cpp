@@ -358,7 +358,9 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   lock.unlock();
   write_sink(std::move(sink_calls), std::move(sink_ops));
   write_sink({}, std::move(released));
-  analysis_.advance(std::min(horizon_ns, next));
+  const uint64_t step = std::min(horizon_ns, next);
+  analysis_.advance(step);
+  if (sink_) sink_->advanced(step, options_.margin_ns, analysis_.window().marks);
   if (drained) analysis_.release_scratch();  // the round is done: see release_scratch()
   FeedStats& st = chunk_stats_;
   ++st.chunks;

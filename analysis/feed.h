@@ -87,6 +87,11 @@ class EventSink {
   virtual void take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) { write(calls, ops); }
   // The run is ending: the analysis' threads stopped, what is left comes now (AnalysisFeed::finish).
   virtual void finishing() {}
+  // The analysis advanced to `horizon_ns` (with `margin_ns`: streaming.h) after the events given so far, with these
+  // marks (every one so far): a recording says so, and an offline analysis takes the same step (analysis/replay.h).
+  virtual void advanced(uint64_t horizon_ns, uint64_t margin_ns, const std::vector<Mark>& marks) {
+    (void)horizon_ns, (void)margin_ns, (void)marks;
+  }
 };
 
 // Two threads may use one feed at once: one collects (add, count_shed, count_round_times, records_before, and the

@@ -12,6 +12,7 @@
 
 #include "analysis/monitoring.h"
 #include "analysis/names.h"
+#include "analysis/replay.h"
 #include "analysis/text.h"
 
 namespace asynccheck {
@@ -522,7 +523,16 @@ void write_events(std::ostream& o, const std::vector<ApiCall>& calls, const std:
   write_in_blocks(o, ops, append_op);
 }
 
-void write_recording_tail(std::ostream& o, const EventLog& log, size_t stacks_written, size_t nvtx_written) {
+void append_step(std::string& out, const std::vector<Mark>& marks, size_t first, uint64_t horizon_ns,
+                 uint64_t margin_ns) {
+  Text o(out);
+  for (size_t i = first; i < marks.size(); ++i)
+    o << "mark " << name_of(marks[i].kind) << ' ' << marks[i].time_ns << ' ' << marks[i].thread << '\n';
+  o << "step " << horizon_ns << ' ' << margin_ns << '\n';
+}
+
+void write_recording_tail(std::ostream& o, const EventLog& log, size_t stacks_written, size_t nvtx_written,
+                          size_t marks_written) {
   write_run(o, log.run, /*with_args=*/false);  // the args are the head's
   for (const Module& m : log.modules) {
     o << "module " << std::hex << m.base << ' ' << m.end << ' ' << m.bias << std::dec << ' ' << percent_encode(m.path)
@@ -535,7 +545,10 @@ void write_recording_tail(std::ostream& o, const EventLog& log, size_t stacks_wr
   }
   write_nvtx_ranges(o, log.nvtx_ranges, nvtx_written);
   write_carried(o, log.carried);
-  for (const Mark& m : log.marks) o << "mark " << name_of(m.kind) << ' ' << m.time_ns << ' ' << m.thread << '\n';
+  for (size_t i = marks_written; i < log.marks.size(); ++i) {
+    const Mark& m = log.marks[i];
+    o << "mark " << name_of(m.kind) << ' ' << m.time_ns << ' ' << m.thread << '\n';
+  }
   if (log.analyzed) {
     o << "analyzed\n";
     for (const Finding& f : log.findings) write_finding(o, f);
@@ -551,7 +564,48 @@ void write_recording(std::ostream& o, const EventLog& log) {
   write_recording_tail(o, log, log.stacks.size(), log.nvtx_ranges.size());
 }
 
-bool read_recording(std::istream& in, EventLog& log, std::string& error) {
+// The calls of a recording of events (not of judgements), or of a step's chunk, put in log order and checked.
+static bool check_calls(std::vector<ApiCall>& calls, std::string& error) {
+  // A recording written as the run went (report/recording_stream.h) has its events in chunks: in log order, as the
+  // analysis reads them. Not a log of judgements: its findings index the calls as they are.
+  auto by_log = [](const auto& a, const auto& b) { return before_in_log(a, b); };
+  if (!std::is_sorted(calls.begin(), calls.end(), by_log)) std::stable_sort(calls.begin(), calls.end(), by_log);
+  for (size_t i = 1; i < calls.size(); ++i) {
+    const ApiCall& a = calls[i - 1];
+    const ApiCall& b = calls[i];
+    if (a.correlation_id == b.correlation_id && a.start_ns == b.start_ns) {
+      error = "call " + std::to_string(b.correlation_id) + " (start " + std::to_string(b.start_ns) +
+              ") is given twice (a capture writes each call once)";
+      return false;
+    }
+  }
+  // Calls on one thread nest, as the calls themselves do (a watched call made inside another is recorded inside
+  // it): two that overlap without one holding the other were not captured, they were made up or pasted together.
+  std::vector<const ApiCall*> by_thread(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) by_thread[i] = &calls[i];
+  std::sort(by_thread.begin(), by_thread.end(), [](const ApiCall* a, const ApiCall* b) {
+    if (a->thread != b->thread) return a->thread < b->thread;
+    return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;  // outer first
+  });
+  std::vector<const ApiCall*> open;  // the calls that hold the current one, innermost last
+  for (size_t i = 0; i < by_thread.size(); ++i) {
+    const ApiCall& b = *by_thread[i];
+    if (i > 0 && by_thread[i - 1]->thread != b.thread) open.clear();
+    while (!open.empty() && open.back()->end_ns <= b.start_ns) open.pop_back();
+    if (!open.empty() && b.end_ns > open.back()->end_ns) {
+      const ApiCall& a = *open.back();
+      error = "calls " + std::to_string(a.correlation_id) + " and " + std::to_string(b.correlation_id) +
+              " overlap on thread " + std::to_string(a.thread) + " (" + std::to_string(a.start_ns) + "-" +
+              std::to_string(a.end_ns) + " and " + std::to_string(b.start_ns) + "-" + std::to_string(b.end_ns) +
+              ") without one holding the other: calls on one thread nest";
+      return false;
+    }
+    open.push_back(&b);
+  }
+  return true;
+}
+
+bool read_recording(std::istream& in, EventLog& log, std::string& error, Replay* replay) {
   log = EventLog{};
   std::string line, what;
   size_t lineno = 0;
@@ -766,8 +820,19 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       if (f.ok() && site.count == 0) f.fail("field 'count': a carried site has at least one finding");
       if (!f.ok()) return fail(what);
       log.carried.findings.push_back(site);
+    } else if (tag == "step") {
+      if (!f.count(3, "step horizon_ns margin_ns")) return fail(what);
+      const uint64_t horizon = f.num<uint64_t>("horizon_ns");
+      const uint64_t margin = f.num<uint64_t>("margin_ns");
+      if (f.ok() && log.analyzed) f.fail("a 'step' after the 'analyzed' line (a recording of judgements takes none)");
+      if (!f.ok()) return fail(what);
+      if (replay) {
+        if (!check_calls(log.calls, what) || !replay->step(log, horizon, margin, what)) return fail(what);
+      }
     } else if (tag == "analyzed") {
       if (!f.count(1, "analyzed")) return fail(what);
+      if (replay && replay->replayed())
+        return fail("an 'analyzed' line after 'step' lines (a recording of events, analyzed in its steps)");
       log.analyzed = true;
     } else if (tag == "finding") {
       Finding fd;
@@ -788,7 +853,7 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
       ended = true;
     } else {
       return fail("unknown record '" + std::string(tag) +
-                  "' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, carried, "
+                  "' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, mark, step, carried, "
                   "carried_not_observed, carried_site, analyzed, finding, end)");
     }
   }
@@ -805,46 +870,16 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error) {
     return false;
   }
   if (!ended) log.run.complete = false;  // truncated: keep what was read, say so
-  // A recording written as the run went (report/recording_stream.h) has its events in chunks: in log order, as the
-  // analysis reads them. Not a log of judgements: its findings index the calls as they are.
   if (!log.analyzed) {
-    auto by_log = [](const auto& a, const auto& b) { return before_in_log(a, b); };
-    if (!std::is_sorted(log.calls.begin(), log.calls.end(), by_log))
-      std::stable_sort(log.calls.begin(), log.calls.end(), by_log);
+    if (!check_calls(log.calls, error)) return false;
+    auto by_log = [](const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); };
     if (!std::is_sorted(log.ops.begin(), log.ops.end(), by_log))
       std::stable_sort(log.ops.begin(), log.ops.end(), by_log);
   }
-  for (size_t i = 1; i < log.calls.size(); ++i) {
-    const ApiCall& a = log.calls[i - 1];
-    const ApiCall& b = log.calls[i];
-    if (a.correlation_id == b.correlation_id && a.start_ns == b.start_ns) {
-      error = "call " + std::to_string(b.correlation_id) + " (start " + std::to_string(b.start_ns) +
-              ") is given twice (a capture writes each call once)";
-      return false;
-    }
-  }
-  // Calls on one thread nest, as the calls themselves do (a watched call made inside another is recorded inside
-  // it): two that overlap without one holding the other were not captured, they were made up or pasted together.
-  std::vector<const ApiCall*> by_thread(log.calls.size());
-  for (size_t i = 0; i < log.calls.size(); ++i) by_thread[i] = &log.calls[i];
-  std::sort(by_thread.begin(), by_thread.end(), [](const ApiCall* a, const ApiCall* b) {
-    if (a->thread != b->thread) return a->thread < b->thread;
-    return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;  // outer first
-  });
-  std::vector<const ApiCall*> open;  // the calls that hold the current one, innermost last
-  for (size_t i = 0; i < by_thread.size(); ++i) {
-    const ApiCall& b = *by_thread[i];
-    if (i > 0 && by_thread[i - 1]->thread != b.thread) open.clear();
-    while (!open.empty() && open.back()->end_ns <= b.start_ns) open.pop_back();
-    if (!open.empty() && b.end_ns > open.back()->end_ns) {
-      const ApiCall& a = *open.back();
-      error = "calls " + std::to_string(a.correlation_id) + " and " + std::to_string(b.correlation_id) +
-              " overlap on thread " + std::to_string(a.thread) + " (" + std::to_string(a.start_ns) + "-" +
-              std::to_string(a.end_ns) + " and " + std::to_string(b.start_ns) + "-" + std::to_string(b.end_ns) +
-              ") without one holding the other: calls on one thread nest";
-      return false;
-    }
-    open.push_back(&b);
+  // The events after the last step, then everything left is judged.
+  if (replay && !replay->finish(log, what)) {
+    error = "line " + std::to_string(lineno) + ": " + what;
+    return false;
   }
   return true;
 }

@@ -21,6 +21,9 @@
 //                                  Carried (the optional last field: the site's NVTX range, as on `call`)
 //   op <fields...>                 one per GPU operation from the activity records
 //   mark <kind> <time> <thread>    context creation, module loads
+//   step <horizon_ns> <margin_ns>  optional, in a recording written as the run went: its analysis advanced to the
+//                                  horizon after the events above it, with the marks above it (streaming.h); an
+//                                  offline analysis takes the same steps (analysis/replay.h) rather than hold it whole
 //   analyzed                       optional: a run analyzed as it went (streaming.h): `call` lines are the calls
 //                                  whose judgements were kept, `carried*` lines the rest; not judged again
 //   finding <fields...>            after `analyzed`: one judgement (kFindingShape in recording.cpp)
@@ -45,22 +48,31 @@ void write_recording(std::ostream& out, const EventLog& log);
 // the head (the run as known at its start, with its arguments, and the API names); events, after the stacks and NVTX names they refer to
 // (write_stacks and write_nvtx_ranges from the first not written yet, ids first + 1 on); then the tail: the run,
 // modules, the stacks and NVTX names not written yet, symbols, what was counted but not kept, marks, `end`. The
-// tail's run line replaces the head's (a recording cut short still says with which settings it was made).
+// tail's run line replaces the head's (a recording cut short still says with which settings it was made). After a
+// chunk's events, append_step: the marks from `first` on, then the step the analysis took (its `step` line).
 // read_recording puts the events in log order.
 void write_recording_head(std::ostream& out, const RunInfo& run, const std::vector<std::string>& api_names);
 void write_stacks(std::ostream& out, const std::vector<Stack>& stacks, size_t first);
 void write_nvtx_ranges(std::ostream& out, const std::vector<NvtxRange>& ranges, size_t first);
 void write_events(std::ostream& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);
-void write_recording_tail(std::ostream& out, const EventLog& log, size_t stacks_written, size_t nvtx_written);
+void write_recording_tail(std::ostream& out, const EventLog& log, size_t stacks_written, size_t nvtx_written,
+                          size_t marks_written = 0);
 // The same lines appended to a string of the caller's, which the writers above write: what a live run writes for
 // every chunk of its events, on the recording's thread, without std::ostream's cost per field. `ids_from`: the table
 // given is the whole one's from that index on (a live run asks only for the entries not written yet).
 void append_stacks(std::string& out, const std::vector<Stack>& stacks, size_t first, size_t ids_from = 0);
 void append_nvtx_ranges(std::string& out, const std::vector<NvtxRange>& ranges, size_t first, size_t ids_from = 0);
 void append_events(std::string& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);
+void append_step(std::string& out, const std::vector<Mark>& marks, size_t first, uint64_t horizon_ns,
+                 uint64_t margin_ns);
+
+class Replay;
 
 // Reads a recording. On failure returns false and sets `error` to "line N: <what is wrong> (<what is valid>)".
-bool read_recording(std::istream& in, EventLog& log, std::string& error);
+// With `replay`, a recording with `step` lines is analyzed as it is read, in those steps, and `log` is its analysis
+// (analyzed, as a run that was analyzed as it went: analysis/replay.h); without, or without steps, `log` holds
+// every event.
+bool read_recording(std::istream& in, EventLog& log, std::string& error, Replay* replay = nullptr);
 
 std::string percent_encode(std::string_view text);
 void append_percent_encoded(std::string& out, std::string_view text);  // percent_encode(text), appended to `out`

@@ -4,11 +4,14 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "analysis/recording.h"
+#include "analysis/replay.h"
 #include "cli/cli.h"
 #include "cli/recordings.h"
 #include "report/report.h"
+#include "report/trace_stream.h"
 
 namespace asynccheck::cli {
 namespace {
@@ -26,19 +29,30 @@ void print_analyze_help() {
 
 }  // namespace
 
-bool read_log(const std::string& path, EventLog& log, std::string& error) {
+bool read_log(const std::string& path, EventLog& log, std::string& error, Replay* replay) {
   if (!report::check_input_file(path, "recording", kMaxRecordingBytes, error)) return false;
   std::ifstream in(path);
   if (!in) {
     error = "cannot read recording '" + path + "': " + std::strerror(errno);
     return false;
   }
-  if (!read_recording(in, log, error)) {
+  if (!read_recording(in, log, error, replay)) {
     error = "recording '" + path + "': " + error;
     return false;
   }
   return true;
 }
+
+namespace {
+
+// The options given here that say how to judge, over the run's own.
+void judge_at(RunInfo& run, const Cli& cli) {
+  if (cli.was_given("threshold") || !run.threshold_ns) run.threshold_ns = cli.opts.threshold;
+  if (cli.was_given("cost_threshold")) run.cost_threshold_ns = cli.opts.cost_threshold;
+  if (cli.was_given("capture_range")) run.capture_range = cli.opts.capture_range;
+}
+
+}  // namespace
 
 int analyze_subcommand(std::vector<std::string>& args) {
   Cli cli;
@@ -68,10 +82,33 @@ int analyze_subcommand(std::vector<std::string>& args) {
 }
 
 int analyze_command(const std::string& path, Cli& cli) {
-  std::string error;
+  std::string error, trace_error;
+  OutputFiles files;
+  output_files(cli.opts, files, error);
+  // A recording written as the run went is analyzed in the run's own steps as it is read (analysis/replay.h), its
+  // trace drawn as the analysis lets the events go, as in the run.
+  std::unique_ptr<report::TraceStream> trace;
+  Replay* replaying = nullptr;
+  Replay replay([&](EventLog& head) {
+    judge_at(head.run, cli);
+    if (!files.trace.empty()) {
+      trace = std::make_unique<report::TraceStream>();
+      if (trace->open(report::trace_events_path(files.trace, head.run.pid, head.run.rank), head.api_names,
+                      trace_error)) {
+        replaying->set_sinks(trace.get(), trace.get());
+      } else {
+        trace.reset();
+      }
+    }
+    StreamingOptions o;
+    o.analysis = analysis_options(head);
+    return o;
+  });
+  replaying = &replay;
   EventLog log;
-  if (!read_log(path, log, error)) return usage_error(error);
-  if (compacted(log)) {
+  if (!read_log(path, log, error, &replay)) return usage_error(error);
+  if (!trace_error.empty()) return usage_error(trace_error);
+  if (!replay.replayed() && compacted(log)) {
     // The run was judged as it went, at its thresholds, and kept only what each site's report shows (streaming.h).
     if (cli.was_given("threshold") && cli.opts.threshold != log.run.threshold_ns) {
       return usage_error("recording '" + path +
@@ -90,8 +127,6 @@ int analyze_command(const std::string& path, Cli& cli) {
                          (log.run.capture_range.empty() ? std::string("none") : log.run.capture_range) +
                          "; it can only be analyzed with that range (record with --compact=0 to analyze with another)");
     }
-    OutputFiles files;
-    output_files(cli.opts, files, error);
     if (!files.trace.empty()) {
       return usage_error(
           "recording '" + path +
@@ -99,10 +134,9 @@ int analyze_command(const std::string& path, Cli& cli) {
           "draws (record with --compact=0, or ask for the trace in the run: asynccheck --trace=FILE -- ...)");
     }
   }
-  if (cli.was_given("threshold") || !log.run.threshold_ns) log.run.threshold_ns = cli.opts.threshold;
-  if (cli.was_given("cost_threshold")) log.run.cost_threshold_ns = cli.opts.cost_threshold;
-  if (cli.was_given("capture_range")) log.run.capture_range = cli.opts.capture_range;
+  if (!replay.replayed()) judge_at(log.run, cli);
   report::ReportInputs inputs;
+  inputs.trace_stream = trace.get();
   // %r names the recorded process's rank; no job surrounds an offline analysis (world size unknown).
   Rank rank;
   rank.value = log.run.rank;

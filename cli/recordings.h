@@ -7,6 +7,10 @@
 
 #include "analysis/events.h"
 
+namespace asynccheck {
+class Replay;
+}
+
 namespace asynccheck::cli {
 
 // A recording is a regular file of at most this many bytes (a run of 10M calls saves about 2 GB).
@@ -14,6 +18,7 @@ inline constexpr uint64_t kMaxRecordingBytes = uint64_t{32} << 30;
 
 // False with `error` = "cannot read recording 'PATH': ..." (not a regular file, too large, unreadable) or
 // "recording 'PATH': LINE: ...".
-bool read_log(const std::string& path, EventLog& log, std::string& error);
+// With `replay`, a recording written as the run went is analyzed in its steps as it is read (analysis/replay.h).
+bool read_log(const std::string& path, EventLog& log, std::string& error, Replay* replay = nullptr);
 
 }  // namespace asynccheck::cli

@@ -690,13 +690,8 @@ void start(Origin origin) {
   std::vector<std::string> api_names;
   for (const cupti::ApiSpec& spec : cupti::watched_apis()) api_names.emplace_back(spec.name);
   if (capture.streaming && !files.trace.empty()) {
-    // The drawn events wait beside the trace (in the temporary directory for standard output) until the end.
-    const char* tmpdir = std::getenv("TMPDIR");
-    const std::string beside = files.trace == kStdout
-                                   ? std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/asynccheck-trace"
-                                   : expand_path(files.trace, g_run->pid, g_run->rank);
     g_trace = new report::TraceStream;
-    if (g_trace->open(beside + ".events." + std::to_string(g_run->pid), api_names, error)) {
+    if (g_trace->open(report::trace_events_path(files.trace, g_run->pid, g_run->rank), api_names, error)) {
       capture.sink = g_trace;
       capture.release_sink = g_trace;
       g_inputs->trace_stream = g_trace;

@@ -21,6 +21,10 @@ struct RecordingStream::Writer {
   struct Batch {
     std::vector<ApiCall> calls;
     std::vector<GpuOp> ops;
+    // A step the analysis took after these events (none: `step` false), with the marks not queued before.
+    bool step = false;
+    uint64_t horizon_ns = 0, margin_ns = 0;
+    std::vector<Mark> marks;
   };
 
   explicit Writer(RecordingLimits l) : limits(l) {}
@@ -53,7 +57,8 @@ struct RecordingStream::Writer {
   bool overwrite = false;
   Tables tables;
   size_t stacks_written = 0, nvtx_written = 0;
-  std::string text;  // a batch's text, reused from batch to batch
+  size_t marks_queued = 0;  // under mu: the marks given to the writer in steps (written before the tail)
+  std::string text;         // a batch's text, reused from batch to batch
 };
 
 RecordingStream::RecordingStream(RecordingLimits limits) : w_(std::make_shared<Writer>(limits)) {}
@@ -120,7 +125,27 @@ void RecordingStream::take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& op
     return;
   }
   w.queued_events += events;
-  w.queue.push_back({std::move(calls), std::move(ops)});
+  Writer::Batch batch;
+  batch.calls = std::move(calls);
+  batch.ops = std::move(ops);
+  w.queue.push_back(std::move(batch));
+  w.cv.notify_all();
+}
+
+void RecordingStream::advanced(uint64_t horizon_ns, uint64_t margin_ns, const std::vector<Mark>& marks) {
+  Writer& w = *w_;
+  std::lock_guard lock(w.mu);
+  // No wait for room: a step is one line, and the events before it are queued already. After a cut, none: the
+  // recording ends where its events do.
+  if (w.closed || w.fd < 0 || w.cut) return;
+  Writer::Batch step;
+  step.step = true;
+  step.horizon_ns = horizon_ns;
+  step.margin_ns = margin_ns;
+  if (marks.size() > w.marks_queued)
+    step.marks.assign(marks.begin() + static_cast<std::ptrdiff_t>(w.marks_queued), marks.end());
+  w.marks_queued = std::max(w.marks_queued, marks.size());
+  w.queue.push_back(std::move(step));
   w.cv.notify_all();
 }
 
@@ -166,6 +191,7 @@ void RecordingStream::Writer::write_now(Batch& batch) {
     if (c.nvtx_range > nvtx_written) c.nvtx_range = 0;
   }
   append_events(text, batch.calls, batch.ops);
+  if (batch.step) append_step(text, batch.marks, 0, batch.horizon_ns, batch.margin_ns);
   write_all(fd, text, path, error);
 }
 
@@ -198,13 +224,13 @@ bool RecordingStream::close(const EventLog& log, std::string& error, std::string
       tail.run.unanalyzed_calls += w.left_calls;
       tail.carried.ops += w.left_ops;
       tail.run.complete = false;
-      write_recording_tail(o, tail, w.stacks_written, w.nvtx_written);
+      write_recording_tail(o, tail, w.stacks_written, w.nvtx_written, w.marks_queued);
       warning = "the recording '" + w.path + "' stops before the run's end: its events came faster than they could " +
                 "be written (" + std::to_string(w.limits.max_queued_events) + " waiting for more than " +
                 std::to_string(w.limits.room_wait.count()) + " ms); " + std::to_string(w.left_calls) + " calls and " +
                 std::to_string(w.left_ops) + " GPU operations after that are counted in it, not recorded";
     } else {
-      write_recording_tail(o, log, w.stacks_written, w.nvtx_written);
+      write_recording_tail(o, log, w.stacks_written, w.nvtx_written, w.marks_queued);
     }
     write_all(w.fd, o.str(), w.path, w.error);
   }

@@ -58,11 +58,14 @@ class RecordingStream : public EventSink {
   void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) override;  // copies them
   void take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) override;
   void finishing() override;
+  // The step after the events queued so far, and the marks not written yet (recording.h: `step`), queued without a
+  // wait; none after the recording was cut.
+  void advanced(uint64_t horizon_ns, uint64_t margin_ns, const std::vector<Mark>& marks) override;
   // Waits until everything queued is written, at most `deadline`: false if it was not (tests read the file then).
   bool flush(std::chrono::milliseconds deadline);
   // Once what was queued is written (at most drain_wait), the tail (recording.h: write_recording_tail) from `log`:
   // the run, modules, every stack and NVTX name, symbols, what was counted but not kept (carried calls and ops),
-  // marks; then moves the file into place. Events left out (write()) make the tail say the run incomplete and count
+  // the marks not written in steps; then moves the file into place. Events left out (write()) make the tail say the run incomplete and count
   // them as carried, and `warning` says so. A write() after close() (a feed thread that did not stop in time) is not
   // written. False, with `error`, when there is no recording: nothing was moved into place.
   bool close(const EventLog& log, std::string& error, std::string& warning);

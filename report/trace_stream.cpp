@@ -173,6 +173,10 @@ void TraceStream::finishing() {
   if (next_) next_->finishing();
 }
 
+void TraceStream::advanced(uint64_t horizon_ns, uint64_t margin_ns, const std::vector<Mark>& marks) {
+  if (next_) next_->advanced(horizon_ns, margin_ns, marks);
+}
+
 void TraceStream::place_all(const std::vector<ApiCall>& calls) {
   auto before = [](const ApiCall& x, const ApiCall& y) {
     return std::make_pair(x.start_ns, ~end_of(x.start_ns, x.end_ns)) <
@@ -553,6 +557,13 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
   n.overlap_tracks = tracks.overlap_tracks;
   w.other_data(log.run, n);
   return static_cast<bool>(out);
+}
+
+std::string trace_events_path(const std::string& trace, int pid, int64_t rank) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string beside = trace == kStdout ? std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/asynccheck-trace"
+                                              : expand_path(trace, pid, rank);
+  return beside + ".events." + std::to_string(pid);
 }
 
 bool write_streamed_trace(TraceStream& stream, const std::string& path, bool overwrite, int pid, int64_t rank,

@@ -40,6 +40,7 @@ class TraceStream : public EventSink, public ReleaseSink {
   void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) override;
   void take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) override;
   void finishing() override;
+  void advanced(uint64_t horizon_ns, uint64_t margin_ns, const std::vector<Mark>& marks) override;
   // ReleaseSink.
   void judged(const EventLog& window, const std::vector<Finding>& findings) override;
   void ops_released(const EventLog& window, const std::vector<char>& keep) override;
@@ -108,6 +109,10 @@ class TraceStream : public EventSink, public ReleaseSink {
   std::map<std::tuple<uint32_t, int, std::string>, uint32_t> keys_;
   uint64_t calls_ = 0, ops_ = 0, untimed_ = 0, findings_made_ = 0;
 };
+
+// Where the drawn events of a trace written to `trace` (the trace option, "-" for standard output) wait until the
+// end: beside it, or in the temporary directory for standard output.
+std::string trace_events_path(const std::string& trace, int pid, int64_t rank);
 
 // Writes `stream`'s trace to `path` (the trace option: %p and %r expanded; "-" for standard output), through a
 // temporary file beside it moved into place when complete.

@@ -247,7 +247,10 @@ TEST(Recording, BadInputGetsPreciseErrors) {
        "line 1: recording version '9' is not supported (this asynccheck reads version 1)"},
       {"tag", head + "bogus 1\n",
        "line 2: unknown record 'bogus' (valid: run, arg, api, module, stack, pyframe, sym, nvtx, call, ctxcall, op, "
-       "mark, carried, carried_not_observed, carried_site, analyzed, finding, end)"},
+       "mark, step, carried, carried_not_observed, carried_site, analyzed, finding, end)"},
+      {"step fields", head + "step 12\n", "line 2: expected 2 fields after 'step', got 1 (step horizon_ns margin_ns)"},
+      {"step after analyzed", head + "analyzed\nstep 12 3\n",
+       "line 3: a 'step' after the 'analyzed' line (a recording of judgements takes none)"},
       {"op fields", head + "op kernel 1 2\n",
        "line 2: expected 13 fields after 'op', got 3 (op kind corr start end device context stream bytes copy_kind "
        "src_kind dst_kind sync_type name)"},

@@ -27,6 +27,7 @@
 #include "analysis/pace.h"
 #include "tests/analysis/delivered_rounds.h"
 #include "analysis/recording.h"
+#include "analysis/replay.h"
 #include "report/recording_stream.h"
 #include "report/report.h"
 
@@ -54,6 +55,13 @@ std::string json_of(const EventLog& log) {
   std::ostringstream out;
   report::write_json(out, data);
   return out.str();
+}
+
+// The report without medians: with samples_per_site below 64 they are the kept samples' medians, and past 64 findings
+// of a site a streaming analysis sketches them (streaming.h).
+std::string without_medians(const std::string& j) {
+  static const std::regex median("\"median_ns\": [0-9]+");
+  return std::regex_replace(j, median, "");
 }
 
 // Every committed recording, read, with its file name.
@@ -248,7 +256,7 @@ TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
       const uint64_t horizon = std::min(d.horizon, feed.records_before(d.time, d.time));
       while (feed.has_backlog()) feed.compact_chunk(horizon);
     }
-    feed.finish({}, {}, {});
+    StreamingAnalysis::Result live = feed.finish({}, {}, original.marks);
     ASSERT_TRUE(stream.flush(std::chrono::seconds(10)));  // written on the stream's thread
     EXPECT_FALSE(fs::exists(out)) << "moved into place only when complete";
     {  // Cut short here (the program killed): the temporary file reads, says how it was made, and is incomplete.
@@ -276,9 +284,141 @@ TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
     EventLog lower = original, lower_reread = reread;
     lower.run.threshold_ns = lower_reread.run.threshold_ns = 20 * kUs;
     EXPECT_EQ(json_of(lower_reread), json_of(lower)) << path << " at 20 us";
+    // Read with a replay, it is analyzed in the run's own steps as it is read: the live run's report, and at another
+    // threshold the whole run's (but for the medians of sites past samples_per_site findings: sketched, as live).
+    for (const uint64_t threshold : {uint64_t{0}, 20 * kUs}) {
+      std::ifstream again(out);
+      EventLog replayed;
+      Replay replay([&](EventLog& head) {
+        if (threshold) head.run.threshold_ns = threshold;
+        return compact_options(head, 0);
+      });
+      ASSERT_TRUE(read_recording(again, replayed, error, &replay)) << out << ": " << error;
+      EXPECT_TRUE(replay.replayed()) << path;
+      EXPECT_TRUE(replayed.analyzed) << path;
+      if (threshold == 0) {
+        copy_run_and_tables(original, live.log);
+        live.log.run.threshold_ns = replayed.run.threshold_ns;
+        EXPECT_EQ(json_of(replayed), json_of(live.log)) << path;
+      } else {
+        EXPECT_EQ(replayed.run.threshold_ns, threshold);
+        EXPECT_EQ(without_medians(json_of(replayed)), without_medians(json_of(lower))) << path << " at 20 us";
+      }
+    }
   }
   fs::remove_all(dir);
   EXPECT_GT(recordings, 5u);
+}
+
+// A recording's text as a live run writes it (`save` while the analysis streams), from a recording's events.
+std::string written_as_the_run_goes(const EventLog& original, const fs::path& out) {
+  report::RecordingStream stream;
+  std::string error, warning;
+  EXPECT_TRUE(stream.open(
+      out.string(), true, original.run, original.api_names,
+      [&](size_t stacks_from, size_t ranges_from, std::vector<Stack>& stacks, std::vector<NvtxRange>& ranges) {
+        stacks.assign(original.stacks.begin() + static_cast<std::ptrdiff_t>(stacks_from), original.stacks.end());
+        ranges.assign(original.nvtx_ranges.begin() + static_cast<std::ptrdiff_t>(ranges_from),
+                      original.nvtx_ranges.end());
+      },
+      error))
+      << error;
+  AnalysisFeed feed(compact_options(original, 200 * kUs), original.run.env, 5);
+  feed.set_sink(&stream);
+  for (const Delivered& d : rounds_of(original, 4)) {
+    feed.add(d.calls, d.ops, original.marks, d.time, d.horizon);
+    const uint64_t horizon = std::min(d.horizon, feed.records_before(d.time, d.time));
+    while (feed.has_backlog()) feed.compact_chunk(horizon);
+  }
+  feed.finish({}, {}, original.marks);
+  EventLog tail = original;
+  tail.calls.clear();
+  tail.ops.clear();
+  EXPECT_TRUE(stream.close(tail, error, warning)) << error;
+  std::ifstream in(out);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Steps no run takes are refused with the line that takes them, not analyzed into something no run reported; read
+// whole (no replay), the same recording is every event, its steps ignored.
+TEST(Replay, RefusesStepsNoRunTakes) {
+  const fs::path dir = fs::temp_directory_path() / ("asynccheck-replay-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const auto recordings = committed_recordings();
+  const auto it = std::find_if(recordings.begin(), recordings.end(), [](const auto& r) {
+    return r.first.filename() == "traps.stream_sync_after_launches.rec";
+  });
+  ASSERT_NE(it, recordings.end());
+  const std::string text = written_as_the_run_goes(it->second, dir / "live.rec");
+  std::vector<std::string> lines;
+  std::istringstream split(text);
+  for (std::string l; std::getline(split, l);) lines.push_back(l);
+  std::vector<size_t> steps;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].rfind("step ", 0) == 0) steps.push_back(i);
+  ASSERT_GE(steps.size(), 3u);
+  auto fields = [&](size_t line) {
+    std::istringstream f(lines[line].substr(5));
+    uint64_t horizon = 0, margin = 0;
+    f >> horizon >> margin;
+    return std::make_pair(horizon, margin);
+  };
+  const auto [first_horizon, margin] = fields(steps[0]);
+  ASSERT_GT(first_horizon, 0u);
+  ASSERT_EQ(margin, 200 * kUs);  // the feed's own
+  auto read_with = [&](std::vector<std::string> changed, std::string& error) {
+    std::string joined;
+    for (const std::string& l : changed) joined += l + "\n";
+    std::istringstream in(joined);
+    EventLog log;
+    Replay replay([](EventLog& head) { return compact_options(head, 0); });
+    return read_recording(in, log, error, &replay);
+  };
+  std::string error;
+  ASSERT_TRUE(read_with(lines, error)) << error;
+  {
+    auto changed = lines;
+    changed[steps[1]] = "step " + std::to_string(fields(steps[1]).first) + " " + std::to_string(margin + 1);
+    EXPECT_FALSE(read_with(changed, error));
+    EXPECT_EQ(error, "line " + std::to_string(steps[1] + 1) + ": step with margin_ns " + std::to_string(margin + 1) +
+                         " after steps with " + std::to_string(margin) + " (a run's analysis keeps one margin)");
+  }
+  {
+    auto changed = lines;
+    changed[steps[1]] = "step " + std::to_string(first_horizon - 1) + " " + std::to_string(margin);
+    EXPECT_FALSE(read_with(changed, error));
+    EXPECT_NE(
+        error.find("before the last step's " + std::to_string(first_horizon) + " (a run's analysis never goes back)"),
+        std::string::npos)
+        << error;
+  }
+  {  // A step as far as the last one settles calls that come after it.
+    auto changed = lines;
+    changed[steps[steps.size() / 2]] =
+        "step " + std::to_string(fields(steps.back()).first) + " " + std::to_string(margin);
+    EXPECT_FALSE(read_with(changed, error));
+    EXPECT_NE(error.find("which an earlier step settled"), std::string::npos) << error;
+  }
+  {
+    auto changed = lines;
+    changed.insert(changed.end() - 1, "analyzed");
+    EXPECT_FALSE(read_with(changed, error));
+    EXPECT_NE(error.find("an 'analyzed' line after 'step' lines"), std::string::npos) << error;
+  }
+  {
+    auto changed = lines;
+    changed[steps[0]] = "step 12";
+    EXPECT_FALSE(read_with(changed, error));
+    EXPECT_NE(error.find("step horizon_ns margin_ns"), std::string::npos) << error;
+  }
+  {  // Whole: every event, the steps ignored.
+    std::istringstream in(text);
+    EventLog whole;
+    ASSERT_TRUE(read_recording(in, whole, error)) << error;
+    EXPECT_FALSE(whole.analyzed);
+    EXPECT_EQ(whole.calls.size(), it->second.calls.size());
+  }
+  fs::remove_all(dir);
 }
 
 // The stacks and NVTX names a live run interns grow as it goes: each chunk's write asks only for those not written
@@ -1262,11 +1402,6 @@ TEST(AnalysisFeed, AWorkRecordThatNeverComesHoldsLegacyStreamCommandsTenSecondsA
 // graphs of several nodes on several streams, synchronizes, held launches, work of calls we do not watch, driver
 // correlation ids, untimed records) compacted at many horizons and delivered in rounds: the report must not change.
 // Found the three defects the tests above pin (a review's fuzzer, 2026-11-24).
-// The report without medians: with samples_per_site below 64 they are the kept samples' medians (streaming.h).
-std::string without_medians(const std::string& j) {
-  static const std::regex median("\"median_ns\": [0-9]+");
-  return std::regex_replace(j, median, "");
-}
 std::string first_diff(const std::string& a, const std::string& b) {
   std::istringstream x(a), y(b);
   std::string l1, l2;

@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/feed.h"
 #include "analysis/streaming.h"
+#include "report/recording_stream.h"
 #include "analysis/recording.h"
 #include "command.h"
 
@@ -246,6 +248,72 @@ TEST_F(Cli, CompactedRecordingsAnalyzeAtTheirThresholdOnly) {
   // The full recording draws its trace at any threshold.
   r = asynccheck({"analyze", kRecording.string(), "--threshold=50us", "--trace=" + (dir_ / "t.json").string()});
   EXPECT_EQ(r.code(), 0) << r.err;
+}
+
+// A recording saved while the run's analysis streamed (`save` in a live run: its `step` lines) is analyzed as it
+// is read, in the run's own steps, never held whole: the same report as the whole run's (here the sites are few
+// enough that no median is sketched), at the run's threshold and at another, and its trace drawn as live.
+TEST_F(Cli, ARecordingSavedAsTheRunWentIsAnalyzedInItsSteps) {
+  asynccheck::EventLog log;
+  std::string error, warning;
+  std::ifstream in(kRecording);
+  ASSERT_TRUE(asynccheck::read_recording(in, log, error)) << error;
+  const fs::path live = dir_ / "live.rec";
+  {
+    asynccheck::report::RecordingStream stream;
+    ASSERT_TRUE(stream.open(
+        live.string(), true, log.run, log.api_names,
+        [&](size_t stacks_from, size_t, std::vector<asynccheck::Stack>& stacks, std::vector<asynccheck::NvtxRange>&) {
+          stacks.assign(log.stacks.begin() + static_cast<std::ptrdiff_t>(stacks_from), log.stacks.end());
+        },
+        error))
+        << error;
+    asynccheck::StreamingOptions o;
+    o.analysis.threshold_ns = log.run.threshold_ns;
+    o.margin_ns = 1'000'000;
+    asynccheck::AnalysisFeed feed(o, log.run.env, 4);
+    feed.set_sink(&stream);
+    for (size_t i = 0; i < log.calls.size(); i += 7) {  // rounds of 7 calls, each with the work that ended before
+      const size_t to = std::min(i + 7, log.calls.size());
+      const uint64_t now = log.calls[to - 1].end_ns;
+      std::vector<asynccheck::GpuOp> ops;
+      for (const auto& op : log.ops)
+        if (op.end_ns <= now && (i == 0 || op.end_ns > log.calls[i - 1].end_ns)) ops.push_back(op);
+      feed.add(
+          {log.calls.begin() + static_cast<std::ptrdiff_t>(i), log.calls.begin() + static_cast<std::ptrdiff_t>(to)},
+          ops, log.marks, now, now);
+      while (feed.has_backlog()) feed.compact_chunk(now);
+    }
+    std::vector<asynccheck::GpuOp> rest;
+    for (const auto& op : log.ops)
+      if (op.end_ns > log.calls.back().end_ns) rest.push_back(op);
+    feed.finish({}, std::move(rest), log.marks);
+    asynccheck::EventLog tail = log;
+    tail.calls.clear();
+    tail.ops.clear();
+    ASSERT_TRUE(stream.close(tail, error, warning)) << error;
+  }
+  ASSERT_NE(slurp(live).find("\nstep "), std::string::npos);
+  for (const std::string threshold : {"", "--threshold=50us"}) {
+    std::vector<std::string> whole_args{"analyze", kRecording.string(), "--overwrite=1",
+                                        "--json=" + (dir_ / "whole.json").string()};
+    std::vector<std::string> live_args{"analyze", live.string(), "--overwrite=1",
+                                       "--json=" + (dir_ / "live.json").string()};
+    if (!threshold.empty()) whole_args.push_back(threshold), live_args.push_back(threshold);
+    const Result whole = asynccheck(whole_args), replayed = asynccheck(live_args);
+    ASSERT_EQ(whole.code(), 0) << whole.err;
+    ASSERT_EQ(replayed.code(), 0) << replayed.err;
+    EXPECT_NE(slurp(dir_ / "whole.json").find("copy-async-pageable-h2d"), std::string::npos);
+    EXPECT_EQ(slurp(dir_ / "live.json"), slurp(dir_ / "whole.json")) << threshold;
+    EXPECT_EQ(replayed.err, whole.err) << threshold;  // the summary
+  }
+  const Result traced = asynccheck({"analyze", live.string(), "--trace=" + (dir_ / "t.json").string()});
+  EXPECT_EQ(traced.code(), 0) << traced.err;
+  const std::string trace = slurp(dir_ / "t.json");
+  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(trace.find("cudaMemcpy"), std::string::npos);
+  for (const auto& entry : fs::directory_iterator(dir_))  // the drawn events' temporary file is gone
+    EXPECT_EQ(entry.path().filename().string().find(".events."), std::string::npos) << entry.path();
 }
 
 // The program's output and exit status are its own (here without a GPU: asynccheck fails open).

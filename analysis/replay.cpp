@@ -1,0 +1,79 @@
+#include "analysis/replay.h"
+
+#include <utility>
+
+#include "analysis/capture_range.h"
+#include "analysis/feed.h"
+
+namespace asynccheck {
+
+Replay::Replay(OptionsFor options, EventSink* sink, ReleaseSink* release)
+    : options_for_(std::move(options)), sink_(sink), release_(release) {}
+
+Replay::~Replay() = default;
+
+bool Replay::step(EventLog& log, uint64_t horizon_ns, uint64_t margin_ns, std::string& error) {
+  if (!analysis_) {
+    options_ = options_for_(log);
+    options_.margin_ns = margin_ns;
+    // NVTX names come as the recording goes (each before the first call in it): the capture range's test looks them
+    // up when a call is judged, in the table as read by then, not in a copy of it made now.
+    capture_range_ = log.run.capture_range;
+    const CaptureRange range = parse_capture_range(capture_range_).value_or(CaptureRange{});
+    options_.analysis.in_nvtx_range = nvtx_range_test(range, [&log](uint32_t id) {
+      return id > 0 && id <= log.nvtx_ranges.size() ? log.nvtx_ranges[id - 1] : NvtxRange{};
+    });
+    analysis_ = std::make_unique<StreamingAnalysis>(options_, log.run.env);
+    analysis_->set_release_sink(release_);
+    replayed_ = true;
+  } else if (margin_ns != options_.margin_ns) {
+    error = "step with margin_ns " + std::to_string(margin_ns) + " after steps with " +
+            std::to_string(options_.margin_ns) + " (a run's analysis keeps one margin)";
+    return false;
+  }
+  if (!give(log, error)) return false;
+  if (horizon_ns < horizon_ns_) {
+    error = "step to horizon_ns " + std::to_string(horizon_ns) + ", before the last step's " +
+            std::to_string(horizon_ns_) + " (a run's analysis never goes back)";
+    return false;
+  }
+  analysis_->advance(horizon_ns);
+  horizon_ns_ = horizon_ns;
+  return true;
+}
+
+bool Replay::give(EventLog& log, std::string& error) {
+  // What the last step described (StreamingAnalysis::add's promise): every call that started before it had come.
+  const uint64_t described = horizon_ns_ > options_.margin_ns ? horizon_ns_ - options_.margin_ns : 0;
+  if (!log.calls.empty() && log.calls.front().start_ns < described) {
+    error = "call " + std::to_string(log.calls.front().correlation_id) + " starts at " +
+            std::to_string(log.calls.front().start_ns) + ", before " + std::to_string(described) +
+            ", which an earlier step settled (a run's steps come after every call that started before them)";
+    return false;
+  }
+  if (sink_) sink_->write(log.calls, log.ops);
+  analysis_->set_marks(log.marks);
+  analysis_->add(std::exchange(log.calls, {}), std::exchange(log.ops, {}));
+  return true;
+}
+
+bool Replay::finish(EventLog& log, std::string& error) {
+  if (!analysis_) return true;
+  if (sink_) sink_->finishing();
+  // What the run counted and did not analyze (shed in a flood, left out of a recording cut short): counts only.
+  analysis_->count_unanalyzed(log.carried.calls, log.carried.ops);
+  if (!give(log, error)) return false;
+  StreamingAnalysis::Result r = analysis_->finish();
+  analysis_.reset();
+  log.calls = std::move(r.log.calls);
+  log.ops = std::move(r.log.ops);
+  log.carried = std::move(r.log.carried);
+  log.findings = std::move(r.log.findings);
+  log.analyzed = true;
+  log.run.threshold_ns = options_.analysis.threshold_ns;
+  log.run.cost_threshold_ns = options_.analysis.cost_threshold_ns;
+  log.run.capture_range = capture_range_;
+  return true;
+}
+
+}  // namespace asynccheck

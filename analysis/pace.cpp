@@ -8,9 +8,10 @@ bool round_due(PaceClock::duration since_last_round, size_t pending_calls, size_
   return since_last_round >= kRoundInterval || pending_calls >= round_calls;
 }
 
-bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_t backlog, size_t max_backlog) {
+bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_t backlog, size_t max_backlog,
+                 uint64_t front_ns) {
   if (period_ns == 0 || records_ns == 0 || now_ns >= records_ns + period_ns) return true;
-  return max_backlog != 0 && backlog >= max_backlog / 2;
+  return max_backlog != 0 && backlog >= max_backlog / 2 && front_ns >= records_ns;
 }
 
 size_t behind_at(uint64_t period_ns, size_t round_calls, size_t max_backlog) {

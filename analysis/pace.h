@@ -23,9 +23,12 @@ bool round_due(PaceClock::duration since_last_round, size_t pending_calls, size_
 // CUPTI's device-buffer pool grow while several threads launch, and past its limit work comes untimed
 // (cupti/activity.cpp). So: every round when `period_ns` is 0; the first round (`records_ns` 0); when the records
 // horizon of the last round (`records_ns`) lagged `period_ns` (5 s by default) behind `now_ns` (a graph launch's
-// nodes, work queued that long, a record that never comes); and whenever the backlog held half of `max_backlog`
-// when the round began.
-bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_t backlog, size_t max_backlog);
+// nodes, work queued that long, a record that never comes); and when the backlog held half of `max_backlog` as the
+// round began while its oldest call (`front_ns`) waited for the records horizon. A backlog that large with the
+// records ahead of it is an analysis behind a flood: a forced flush would not let it go faster, and it costs the
+// collecting thread a round's time (flood runs that shed had 10 forced flushes where the others had 1).
+bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_t backlog, size_t max_backlog,
+                 uint64_t front_ns);
 
 // The backlog size past which the analysis counts as behind (the capture takes from the threads at once, trims
 // the heap) and, with a flush period, goes on analyzing past the records horizon rather than shed: two rounds of

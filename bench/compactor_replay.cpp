@@ -193,8 +193,10 @@ int main(int argc, char** argv) {
     std::stable_sort(calls.begin(), calls.end(),
                      [](const ApiCall& a, const ApiCall& b) { return a.thread < b.thread; });
     std::vector<GpuOp> ops;
-    const bool forced =
-        force_flush(now, records, period_ns, compactor.backlog_size(), kMaxBacklog) || now == UINT64_MAX / 2;
+    const size_t backlog = compactor.backlog_size();
+    const bool forced = force_flush(now, records, period_ns, backlog, kMaxBacklog,
+                                    backlog >= kMaxBacklog / 2 ? compactor.backlog_front_ns() : 0) ||
+                        now == UINT64_MAX / 2;
     if (!forced) std::swap(ops, held);  // what ended before the previous round
     auto ended =
         std::stable_partition(pending_ops.begin(), pending_ops.end(), [&](const GpuOp& op) { return op.end_ns < now; });

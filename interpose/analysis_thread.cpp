@@ -36,7 +36,8 @@ struct Horizons {
 Horizons take_from_threads(Global& g) {
   const uint64_t now = cupti::timestamp();
   const size_t backlog = g.flush_period_ns != 0 ? g.feed->backlog_size() : 0;
-  const bool forced = force_flush(now, g.records_ns, g.flush_period_ns, backlog, g.max_backlog);
+  const uint64_t front = g.max_backlog != 0 && backlog >= g.max_backlog / 2 ? g.feed->backlog_front_ns() : 0;
+  const bool forced = force_flush(now, g.records_ns, g.flush_period_ns, backlog, g.max_backlog, front);
   const auto t0 = std::chrono::steady_clock::now();
   cupti::flush_activity(forced);
   if (forced) {

@@ -18,13 +18,17 @@ TEST(CollectorPace, ARoundByCountOrAfterTheInterval) {
 }
 
 TEST(CollectorPace, ForcedFlushesEveryRoundOrWhenTheRecordsLagAPeriod) {
-  EXPECT_TRUE(force_flush(5'000, 4'000, 0, 0, 0));            // a period of 0: every round
-  EXPECT_TRUE(force_flush(5'000, 0, 1'000'000, 0, 0));        // the first round
-  EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 10, 0));  // the records lag less than the period
-  EXPECT_FALSE(force_flush(1'003'999, 4'000, 1'000'000, 10, 0));
-  EXPECT_TRUE(force_flush(1'004'000, 4'000, 1'000'000, 10, 0));    // a period behind
-  EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 499, 1000));   // the backlog below half its limit
-  EXPECT_TRUE(force_flush(5'000, 4'000, 1'000'000, 500, 1000));    // at half: flush before it sheds
+  EXPECT_TRUE(force_flush(5'000, 4'000, 0, 0, 0, 0));            // a period of 0: every round
+  EXPECT_TRUE(force_flush(5'000, 0, 1'000'000, 0, 0, 0));        // the first round
+  EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 10, 0, 0));  // the records lag less than the period
+  EXPECT_FALSE(force_flush(1'003'999, 4'000, 1'000'000, 10, 0, 0));
+  EXPECT_TRUE(force_flush(1'004'000, 4'000, 1'000'000, 10, 0, 0));       // a period behind
+  EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 499, 1000, 4'500));  // the backlog below half its limit
+  // At half, with its oldest call waiting for the records: flush before it sheds.
+  EXPECT_TRUE(force_flush(5'000, 4'000, 1'000'000, 500, 1000, 4'000));
+  EXPECT_TRUE(force_flush(5'000, 4'000, 1'000'000, 500, 1000, 4'500));
+  // At half with the records ahead of its oldest call: the analysis is behind, not the records; no flush.
+  EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 500, 1000, 3'999));
   EXPECT_EQ(behind_at(0, 16'384, 262'144), 32'768u);               // two rounds
   EXPECT_EQ(behind_at(5'000'000'000, 16'384, 262'144), 131'072u);  // what forces a flush
   EXPECT_EQ(behind_at(5'000'000'000, 16'384, 0), 32'768u);         // no backlog limit: two rounds still

@@ -316,6 +316,19 @@ TEST_F(Cli, ARecordingSavedAsTheRunWentIsAnalyzedInItsSteps) {
     EXPECT_EQ(entry.path().filename().string().find(".events."), std::string::npos) << entry.path();
 }
 
+// A real run's recording, saved as it went on the GPU machine (samples/traps stream_sync_after_launches 6000, rounds
+// of 1024 calls: its two steps), with the report the run itself wrote: analyzed here, in its steps, the same JSON
+// and the same summary (but for the library's own exit lines: its stats and CUPTI's untimed work).
+TEST_F(Cli, ARealRunsRecordingReportsOfflineWhatTheRunReported) {
+  const fs::path runs = kSource / "tests/fixtures/runs";
+  const std::string rec = slurp(runs / "traps_steps.rec");
+  ASSERT_NE(rec.find("\nstep "), rec.rfind("\nstep ")) << "two steps";
+  const Result r = asynccheck({"analyze", (runs / "traps_steps.rec").string(), "--json=" + (dir_ / "r.json").string()});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  EXPECT_EQ(slurp(dir_ / "r.json"), slurp(runs / "traps_steps.live.json"));
+  EXPECT_EQ(r.err, slurp(runs / "traps_steps.live.txt"));
+}
+
 // The program's output and exit status are its own (here without a GPU: asynccheck fails open).
 TEST_F(Cli, ProgramOutputAndExitCodePassThrough) {
   Result r = asynccheck({"--", "/bin/sh", "-c", "echo out; echo err >&2; exit 3"});

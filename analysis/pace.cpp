@@ -10,7 +10,7 @@ bool round_due(PaceClock::duration since_last_round, size_t pending_calls, size_
 
 bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_t backlog, size_t max_backlog,
                  uint64_t front_ns) {
-  if (period_ns == 0 || records_ns == 0 || now_ns >= records_ns + period_ns) return true;
+  if (period_ns == 0 || (records_ns != 0 && now_ns >= records_ns + period_ns)) return true;
   return max_backlog != 0 && backlog >= max_backlog / 2 && front_ns >= records_ns;
 }
 

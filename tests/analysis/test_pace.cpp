@@ -19,7 +19,7 @@ TEST(CollectorPace, ARoundByCountOrAfterTheInterval) {
 
 TEST(CollectorPace, ForcedFlushesEveryRoundOrWhenTheRecordsLagAPeriod) {
   EXPECT_TRUE(force_flush(5'000, 4'000, 0, 0, 0, 0));            // a period of 0: every round
-  EXPECT_TRUE(force_flush(5'000, 0, 1'000'000, 0, 0, 0));        // the first round
+  EXPECT_FALSE(force_flush(5'000, 0, 1'000'000, 0, 0, 0));       // the first round: an ordinary flush (work in flight)
   EXPECT_FALSE(force_flush(5'000, 4'000, 1'000'000, 10, 0, 0));  // the records lag less than the period
   EXPECT_FALSE(force_flush(1'003'999, 4'000, 1'000'000, 10, 0, 0));
   EXPECT_TRUE(force_flush(1'004'000, 4'000, 1'000'000, 10, 0, 0));       // a period behind

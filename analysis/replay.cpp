@@ -1,5 +1,6 @@
 #include "analysis/replay.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "analysis/capture_range.h"
@@ -13,8 +14,13 @@ Replay::Replay(OptionsFor options, EventSink* sink, ReleaseSink* release)
 Replay::~Replay() = default;
 
 bool Replay::step(EventLog& log, uint64_t horizon_ns, uint64_t margin_ns, std::string& error) {
+  if (horizon_ns == UINT64_MAX) {
+    error = "step to horizon_ns " + std::to_string(horizon_ns) +
+            ", which judges everything (a run's analysis does that only at its end, without a step line)";
+    return false;
+  }
   if (!analysis_) {
-    options_ = options_for_(log);
+    if (!options_for_(log, options_, error)) return false;
     options_.margin_ns = margin_ns;
     // NVTX names come as the recording goes (each before the first call in it): the capture range's test looks them
     // up when a call is judged, in the table as read by then, not in a copy of it made now.
@@ -32,18 +38,20 @@ bool Replay::step(EventLog& log, uint64_t horizon_ns, uint64_t margin_ns, std::s
     return false;
   }
   if (!give(log, error)) return false;
-  if (horizon_ns < horizon_ns_) {
-    error = "step to horizon_ns " + std::to_string(horizon_ns) + ", before the last step's " +
-            std::to_string(horizon_ns_) + " (a run's analysis never goes back)";
+  work_ += analysis_->window().calls.size();
+  if (work_ > kMaxStepsWork * calls_ + (uint64_t{1} << 24)) {
+    error = "the steps so far index " + std::to_string(work_) + " calls for the " + std::to_string(calls_) +
+            " read (more than " + std::to_string(kMaxStepsWork) +
+            " a call): they settle too little for a run's analysis, which settles calls as it goes";
     return false;
   }
   analysis_->advance(horizon_ns);
-  horizon_ns_ = horizon_ns;
+  horizon_ns_ = std::max(horizon_ns_, horizon_ns);
   return true;
 }
 
 bool Replay::give(EventLog& log, std::string& error) {
-  // What the last step described (StreamingAnalysis::add's promise): every call that started before it had come.
+  // What the last steps described (StreamingAnalysis::add's promise): every call that started before it had come.
   const uint64_t described = horizon_ns_ > options_.margin_ns ? horizon_ns_ - options_.margin_ns : 0;
   if (!log.calls.empty() && log.calls.front().start_ns < described) {
     error = "call " + std::to_string(log.calls.front().correlation_id) + " starts at " +
@@ -51,6 +59,18 @@ bool Replay::give(EventLog& log, std::string& error) {
             ", which an earlier step settled (a run's steps come after every call that started before them)";
     return false;
   }
+  // A call given again in a later chunk (one let go already started before what was settled: above).
+  const std::vector<ApiCall>& window = analysis_->window().calls;
+  for (const ApiCall& c : log.calls) {
+    const auto at = std::lower_bound(window.begin(), window.end(), c,
+                                     [](const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); });
+    if (at != window.end() && at->start_ns == c.start_ns && at->correlation_id == c.correlation_id) {
+      error = "call " + std::to_string(c.correlation_id) + " (start " + std::to_string(c.start_ns) +
+              ") is given twice (a capture writes each call once)";
+      return false;
+    }
+  }
+  calls_ += log.calls.size();
   if (sink_) sink_->write(log.calls, log.ops);
   analysis_->set_marks(log.marks);
   analysis_->add(std::exchange(log.calls, {}), std::exchange(log.ops, {}));

@@ -22,8 +22,9 @@ void print_analyze_help() {
   std::cout << kUsage
             << "\n  The report of a run saved with --save (asynccheck --save=run.rec -- ./app), on any machine,\n"
                "  no GPU needed; options and the recording in any order. The options that describe the capture\n"
-               "  (buffers, compaction, signals) do not apply; a run analyzed as it went (the default) is analyzed\n"
-               "  again only at its own thresholds.\n\n"
+               "  (buffers, compaction, signals) do not apply. A recording saved while the run's analysis streamed\n"
+               "  (the default) is analyzed in the run's own steps as it is read, at any threshold; --save then saves\n"
+               "  that analysis (its judgements), which reads again only at the options it was made with.\n\n"
             << options_help();
 }
 
@@ -82,32 +83,39 @@ int analyze_subcommand(std::vector<std::string>& args) {
 }
 
 int analyze_command(const std::string& path, Cli& cli) {
-  std::string error, trace_error;
+  std::string error;
   OutputFiles files;
   output_files(cli.opts, files, error);
   // A recording written as the run went is analyzed in the run's own steps as it is read (analysis/replay.h), its
   // trace drawn as the analysis lets the events go, as in the run.
   std::unique_ptr<report::TraceStream> trace;
+  std::string option_error;  // the options, not the recording, stopped the reading
   Replay* replaying = nullptr;
-  Replay replay([&](EventLog& head) {
+  Replay replay([&](EventLog& head, StreamingOptions& options, std::string& why) {
     judge_at(head.run, cli);
+    // The outputs are checked before the analysis starts, as for a recording read whole (below): not after it.
+    report::ReportInputs checked;
+    Rank rank;
+    rank.value = head.run.rank;
+    rank.variable = head.run.rank_variable;
+    if (!report::prepare_report(cli.opts, head.run.pid, rank, checked, why)) {
+      option_error = why;
+      return false;
+    }
     if (!files.trace.empty()) {
       trace = std::make_unique<report::TraceStream>();
-      if (trace->open(report::trace_events_path(files.trace, head.run.pid, head.run.rank), head.api_names,
-                      trace_error)) {
-        replaying->set_sinks(trace.get(), trace.get());
-      } else {
-        trace.reset();
+      if (!trace->open(report::trace_events_path(files.trace, head.run.pid, head.run.rank), head.api_names, why)) {
+        option_error = why = "option 'trace': " + why;
+        return false;
       }
+      replaying->set_sinks(trace.get(), trace.get());
     }
-    StreamingOptions o;
-    o.analysis = analysis_options(head);
-    return o;
+    options.analysis = analysis_options(head);
+    return true;
   });
   replaying = &replay;
   EventLog log;
-  if (!read_log(path, log, error, &replay)) return usage_error(error);
-  if (!trace_error.empty()) return usage_error(trace_error);
+  if (!read_log(path, log, error, &replay)) return usage_error(option_error.empty() ? error : option_error);
   if (!replay.replayed() && compacted(log)) {
     // The run was judged as it went, at its thresholds, and kept only what each site's report shows (streaming.h).
     if (cli.was_given("threshold") && cli.opts.threshold != log.run.threshold_ns) {

@@ -289,9 +289,10 @@ TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
     for (const uint64_t threshold : {uint64_t{0}, 20 * kUs}) {
       std::ifstream again(out);
       EventLog replayed;
-      Replay replay([&](EventLog& head) {
+      Replay replay([&](EventLog& head, StreamingOptions& options, std::string&) {
         if (threshold) head.run.threshold_ns = threshold;
-        return compact_options(head, 0);
+        options = compact_options(head, 0);
+        return true;
       });
       ASSERT_TRUE(read_recording(again, replayed, error, &replay)) << out << ": " << error;
       EXPECT_TRUE(replay.replayed()) << path;
@@ -371,7 +372,10 @@ TEST(Replay, RefusesStepsNoRunTakes) {
     for (const std::string& l : changed) joined += l + "\n";
     std::istringstream in(joined);
     EventLog log;
-    Replay replay([](EventLog& head) { return compact_options(head, 0); });
+    Replay replay([](EventLog& head, StreamingOptions& options, std::string&) {
+      options = compact_options(head, 0);
+      return true;
+    });
     return read_recording(in, log, error, &replay);
   };
   std::string error;
@@ -383,14 +387,24 @@ TEST(Replay, RefusesStepsNoRunTakes) {
     EXPECT_EQ(error, "line " + std::to_string(steps[1] + 1) + ": step with margin_ns " + std::to_string(margin + 1) +
                          " after steps with " + std::to_string(margin) + " (a run's analysis keeps one margin)");
   }
-  {
+  {  // A horizon that goes back (a round that could not lock a thread publishes 0): what was settled stays so.
     auto changed = lines;
-    changed[steps[1]] = "step " + std::to_string(first_horizon - 1) + " " + std::to_string(margin);
+    changed[steps[1]] = "step 0 " + std::to_string(margin);
+    EXPECT_TRUE(read_with(changed, error)) << error;
+  }
+  {  // Only the end judges everything.
+    auto changed = lines;
+    changed[steps[1]] = "step " + std::to_string(UINT64_MAX) + " " + std::to_string(margin);
     EXPECT_FALSE(read_with(changed, error));
-    EXPECT_NE(
-        error.find("before the last step's " + std::to_string(first_horizon) + " (a run's analysis never goes back)"),
-        std::string::npos)
-        << error;
+    EXPECT_NE(error.find("which judges everything"), std::string::npos) << error;
+  }
+  {  // A call of one chunk given again in the next.
+    auto changed = lines;
+    size_t last_call = steps[1];
+    while (changed[last_call].rfind("call ", 0) != 0) --last_call;
+    changed.insert(changed.begin() + static_cast<std::ptrdiff_t>(steps[1]) + 1, changed[last_call]);
+    EXPECT_FALSE(read_with(changed, error));
+    EXPECT_NE(error.find("is given twice"), std::string::npos) << error;
   }
   {  // A step as far as the last one settles calls that come after it.
     auto changed = lines;
@@ -418,6 +432,38 @@ TEST(Replay, RefusesStepsNoRunTakes) {
     EXPECT_FALSE(whole.analyzed);
     EXPECT_EQ(whole.calls.size(), it->second.calls.size());
   }
+  fs::remove_all(dir);
+}
+
+// Steps that settle nothing (a step after every call, none of them advancing) would have the analysis index the
+// whole window again at each: refused once they index more than Replay::kMaxStepsWork calls for each call read (a
+// live run: a few), rather than take quadratic time.
+TEST(Replay, StepsThatSettleNothingAreRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("asynccheck-replay-work-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const auto recordings = committed_recordings();
+  const auto it = std::find_if(recordings.begin(), recordings.end(), [](const auto& r) {
+    return r.first.filename() == "traps.stream_sync_after_launches.rec";
+  });
+  ASSERT_NE(it, recordings.end());
+  std::istringstream split(written_as_the_run_goes(it->second, dir / "live.rec"));
+  std::string crafted;
+  size_t calls = 0;
+  for (std::string l; std::getline(split, l);) {
+    if (l.rfind("step ", 0) == 0) continue;
+    crafted += l + "\n";
+    if (l.rfind("call ", 0) == 0 && ++calls > 1) crafted += "step 1 " + std::to_string(200 * kUs) + "\n";
+  }
+  ASSERT_GT(calls, 10'000u);
+  std::istringstream in(crafted);
+  EventLog log;
+  std::string error;
+  Replay replay([](EventLog& head, StreamingOptions& options, std::string&) {
+    options = compact_options(head, 0);
+    return true;
+  });
+  EXPECT_FALSE(read_recording(in, log, error, &replay));
+  EXPECT_NE(error.find("they settle too little"), std::string::npos) << error;
   fs::remove_all(dir);
 }
 

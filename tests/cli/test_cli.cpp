@@ -307,6 +307,13 @@ TEST_F(Cli, ARecordingSavedAsTheRunWentIsAnalyzedInItsSteps) {
     EXPECT_EQ(slurp(dir_ / "live.json"), slurp(dir_ / "whole.json")) << threshold;
     EXPECT_EQ(replayed.err, whole.err) << threshold;  // the summary
   }
+  // An output that cannot be written is refused before the analysis, naming the option and its path.
+  const Result nowhere = asynccheck({"analyze", live.string(), "--trace=" + (dir_ / "none" / "t.json").string()});
+  EXPECT_EQ(nowhere.code(), 2);
+  EXPECT_NE(nowhere.first_err_line().find("option 'trace': "), std::string::npos) << nowhere.err;
+  EXPECT_NE(nowhere.first_err_line().find((dir_ / "none").string()), std::string::npos) << nowhere.err;
+  EXPECT_EQ(nowhere.first_err_line().find(".events."), std::string::npos) << nowhere.err;
+  EXPECT_EQ(nowhere.first_err_line().find("line "), std::string::npos) << nowhere.err;
   const Result traced = asynccheck({"analyze", live.string(), "--trace=" + (dir_ / "t.json").string()});
   EXPECT_EQ(traced.code(), 0) << traced.err;
   const std::string trace = slurp(dir_ / "t.json");

@@ -1,5 +1,6 @@
 // Fuzz target: the recording reader (`asynccheck analyze FILE` reads recordings from anywhere).
-// Properties: read_recording never crashes, hangs or allocates without bound; it fails with a message; a
+// Properties: read_recording never crashes, hangs or allocates without bound, read whole or in its steps (a replay);
+// it fails with a message; a
 // recording it accepts writes back to text that reads again into the same text (write/read round trip); the
 // percent-encoding accepts only well-formed escapes and inverts its encoder.
 #include <cctype>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "analysis/recording.h"
+#include "analysis/replay.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {
@@ -44,6 +46,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   // Only short inputs as a single token: the encoder check is linear, the reader below covers long ones.
   if (size <= 256) check_percent(text);
+
+  // Read in its steps (analysis/replay.h) when it has any: never a crash or a hang, a failure with a message.
+  if (text.find("step ") != std::string::npos) {
+    asynccheck::EventLog replayed;
+    std::string why;
+    std::istringstream steps(text);
+    asynccheck::Replay replay([](asynccheck::EventLog& head, asynccheck::StreamingOptions& options, std::string&) {
+      options.analysis = asynccheck::analysis_options(head);
+      return true;
+    });
+    if (!asynccheck::read_recording(steps, replayed, why, &replay)) {
+      FUZZ_CHECK(!why.empty(), "read_recording with a replay failed without a message");
+    }
+  }
 
   asynccheck::EventLog log;
   std::string error;

@@ -251,10 +251,14 @@ TEST(AnalysisFeed, ARecordingWrittenAsTheRunGoesReadsBackWhole) {
         << error;
     AnalysisFeed feed(compact_options(original, 200 * kUs), original.run.env, 5);
     feed.set_sink(&stream);
+    size_t round = 0;
     for (const Delivered& d : rounds_of(original, 4)) {
       feed.add(d.calls, d.ops, original.marks, d.time, d.horizon);
-      const uint64_t horizon = std::min(d.horizon, feed.records_before(d.time, d.time));
-      while (feed.has_backlog()) feed.compact_chunk(horizon);
+      // The second round could not lock a thread (the capture then publishes horizon 0) and takes a chunk anyway:
+      // its step goes back, as in a live run.
+      const uint64_t horizon = ++round == 2 ? 0 : std::min(d.horizon, feed.records_before(d.time, d.time));
+      if (round == 2 && feed.has_backlog()) feed.compact_chunk(horizon);
+      while (round != 2 && feed.has_backlog()) feed.compact_chunk(horizon);
     }
     StreamingAnalysis::Result live = feed.finish({}, {}, original.marks);
     ASSERT_TRUE(stream.flush(std::chrono::seconds(10)));  // written on the stream's thread

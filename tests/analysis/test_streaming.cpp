@@ -344,17 +344,21 @@ std::string written_as_the_run_goes(const EventLog& original, const fs::path& ou
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// traps.stream_sync_after_launches.rec (20k launches on one stream: many steps) as a live run writes it, into `dir`.
+std::string live_traps(const fs::path& dir, EventLog& original) {
+  fs::create_directories(dir);
+  std::ifstream in(fs::path(ASYNCCHECK_SOURCE_DIR) / "tests/fixtures/recordings/traps.stream_sync_after_launches.rec");
+  std::string error;
+  EXPECT_TRUE(read_recording(in, original, error)) << error;
+  return written_as_the_run_goes(original, dir / "live.rec");
+}
+
 // Steps no run takes are refused with the line that takes them, not analyzed into something no run reported; read
 // whole (no replay), the same recording is every event, its steps ignored.
 TEST(Replay, RefusesStepsNoRunTakes) {
   const fs::path dir = fs::temp_directory_path() / ("asynccheck-replay-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const auto recordings = committed_recordings();
-  const auto it = std::find_if(recordings.begin(), recordings.end(), [](const auto& r) {
-    return r.first.filename() == "traps.stream_sync_after_launches.rec";
-  });
-  ASSERT_NE(it, recordings.end());
-  const std::string text = written_as_the_run_goes(it->second, dir / "live.rec");
+  EventLog original;
+  const std::string text = live_traps(dir, original);
   std::vector<std::string> lines;
   std::istringstream split(text);
   for (std::string l; std::getline(split, l);) lines.push_back(l);
@@ -434,7 +438,7 @@ TEST(Replay, RefusesStepsNoRunTakes) {
     EventLog whole;
     ASSERT_TRUE(read_recording(in, whole, error)) << error;
     EXPECT_FALSE(whole.analyzed);
-    EXPECT_EQ(whole.calls.size(), it->second.calls.size());
+    EXPECT_EQ(whole.calls.size(), original.calls.size());
   }
   fs::remove_all(dir);
 }
@@ -444,13 +448,8 @@ TEST(Replay, RefusesStepsNoRunTakes) {
 // live run: a few), rather than take quadratic time.
 TEST(Replay, StepsThatSettleNothingAreRefused) {
   const fs::path dir = fs::temp_directory_path() / ("asynccheck-replay-work-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const auto recordings = committed_recordings();
-  const auto it = std::find_if(recordings.begin(), recordings.end(), [](const auto& r) {
-    return r.first.filename() == "traps.stream_sync_after_launches.rec";
-  });
-  ASSERT_NE(it, recordings.end());
-  std::istringstream split(written_as_the_run_goes(it->second, dir / "live.rec"));
+  EventLog original;
+  std::istringstream split(live_traps(dir, original));
   std::string crafted;
   size_t calls = 0;
   for (std::string l; std::getline(split, l);) {

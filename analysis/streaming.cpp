@@ -27,12 +27,10 @@ void StreamingAnalysis::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops) 
   analyzer_->counts().calls_watched += calls.size();
   ops_seen_ += ops.size();
   for (const GpuOp& op : ops) {
-    if (op.kind == GpuOpKind::Kernel && !op.name.empty() && kernel_names_.insert(op.name).second) {
-      out_op_index_.try_emplace(
-          {op.start_ns, op.end_ns, op.stream_id, op.correlation_id, static_cast<uint8_t>(op.kind)},
-          static_cast<uint32_t>(out_ops_.size()));
-      out_ops_.push_back(op);
-    }
+    if (op.kind != GpuOpKind::Kernel || op.name.empty()) continue;
+    // The earliest in log order, not the first to come: which comes first depends on how rounds group into chunks.
+    auto [it, fresh] = first_kernels_.try_emplace(op.name, op);
+    if (!fresh && before_in_log(op, it->second)) it->second = op;
   }
   // Calls come after those described (the caller's promise): the merge leaves the described ones where they are.
   merge_into(window_.calls, std::move(calls), [](const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); });
@@ -158,8 +156,9 @@ void StreamingAnalysis::release_scratch() {
 }
 
 // The op of the window that an example's evidence names, copied once into the result's ops.
-uint32_t StreamingAnalysis::keep_op(size_t window_op) {
-  const GpuOp& op = window_.ops[window_op];
+uint32_t StreamingAnalysis::keep_op(size_t window_op) { return keep(window_.ops[window_op]); }
+
+uint32_t StreamingAnalysis::keep(const GpuOp& op) {
   auto [it, fresh] = out_op_index_.try_emplace(
       {op.start_ns, op.end_ns, op.stream_id, op.correlation_id, static_cast<uint8_t>(op.kind)},
       static_cast<uint32_t>(out_ops_.size()));
@@ -225,7 +224,25 @@ StreamingAnalysis::Result StreamingAnalysis::finish() {
     e.finding.call = r.log.calls.size() - 1;
     r.analysis.findings.push_back(std::move(e.finding));
   }
-  r.log.ops = std::move(out_ops_);
+  for (const auto& [name, op] : first_kernels_) {
+    (void)name;
+    keep(op);
+  }
+  // In log order, the evidence renumbered: the kept log reads the same however rounds grouped into chunks.
+  std::vector<uint32_t> order(out_ops_.size()), renumbered(out_ops_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return before_in_log(out_ops_[a], out_ops_[b]); });
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    renumbered[order[i]] = i;
+    r.log.ops.push_back(std::move(out_ops_[order[i]]));
+  }
+  for (Finding& f : r.analysis.findings) {
+    for (int64_t* op : {&f.evidence.op, &f.evidence.behind_op, &f.evidence.running_op}) {
+      if (*op >= 0) *op = renumbered[static_cast<size_t>(*op)];
+    }
+  }
+  out_ops_.clear();
   r.log.marks = std::move(window_.marks);
   r.log.carried = std::move(carried_);
   r.log.carried.calls = r.analysis.calls_watched - r.log.calls.size();

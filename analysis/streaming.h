@@ -20,7 +20,7 @@
 //    the GPU work their evidence names: a site's example is its first finding, and a site of at most that many calls
 //    reports its exact median. The others are counted per key in EventLog::carried (count, times, waited and own,
 //    bytes, a median sketch). So: the program's call sites, never its calls.
-//  - per kernel name, its first operation (call sites skip kernel frames by name: names.h).
+//  - per kernel name, its earliest operation (call sites skip kernel frames by name: names.h).
 #pragma once
 
 #include <cstddef>
@@ -28,7 +28,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/analyze.h"
@@ -98,6 +98,7 @@ class StreamingAnalysis {
  private:
   void fold(std::vector<Finding>& findings);
   uint32_t keep_op(size_t window_op);
+  uint32_t keep(const GpuOp& op);  // into the result's ops once: its index there
   void prune(uint64_t cutoff_ns);
 
   StreamingOptions opt_;
@@ -120,7 +121,7 @@ class StreamingAnalysis {
   std::map<std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t, bool>, size_t> kept_per_key_;
   std::map<std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t>, size_t> carried_index_;
   Carried carried_;
-  std::unordered_set<std::string> kernel_names_;
+  std::unordered_map<std::string, GpuOp> first_kernels_;  // per kernel name, its earliest operation
   // prune()'s tables, kept so that a step does not allocate (and fault in) them afresh.
   FlatMap<char> scratch_ids_, scratch_live_;
   FlatMap<size_t> scratch_streams_;

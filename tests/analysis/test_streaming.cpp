@@ -353,6 +353,37 @@ std::string live_traps(const fs::path& dir, EventLog& original) {
   return written_as_the_run_goes(original, dir / "live.rec");
 }
 
+// Per kernel name the result keeps its earliest operation (call sites skip kernel frames by name), whichever comes
+// first: with rounds grouped into chunks otherwise, a later launch's operation may come before an earlier one's; and
+// the result's operations are in log order.
+TEST(StreamingAnalysis, KeepsEachKernelsEarliestOperationWhicheverComesFirst) {
+  auto kernel = [](uint64_t start, uint64_t corr, const char* name) {
+    GpuOp op;
+    op.kind = GpuOpKind::Kernel;
+    op.start_ns = start;
+    op.end_ns = start + 10;
+    op.correlation_id = corr;
+    op.stream_id = 7;
+    op.name = name;
+    return op;
+  };
+  auto kept = [&](bool later_first) {
+    StreamingAnalysis a(StreamingOptions{}, rules::Environment{});
+    const GpuOp early = kernel(1'000, 1, "k"), late = kernel(5'000, 2, "k"), other = kernel(3'000, 3, "j");
+    a.add({}, {later_first ? late : early, other});
+    a.advance(2'000);
+    a.add({}, {later_first ? early : late});
+    return a.finish().log.ops;
+  };
+  for (const bool later_first : {false, true}) {
+    const std::vector<GpuOp> ops = kept(later_first);
+    ASSERT_EQ(ops.size(), 2u) << later_first;
+    EXPECT_EQ(ops[0].start_ns, 1'000u) << later_first;  // k's earliest, first in log order
+    EXPECT_EQ(ops[0].name, "k");
+    EXPECT_EQ(ops[1].name, "j");
+  }
+}
+
 // Steps no run takes are refused with the line that takes them, not analyzed into something no run reported; read
 // whole (no replay), the same recording is every event, its steps ignored.
 TEST(Replay, RefusesStepsNoRunTakes) {

@@ -228,7 +228,7 @@ StreamingAnalysis::Result StreamingAnalysis::finish() {
     (void)name;
     keep(op);
   }
-  // In log order, the evidence renumbered: the kept log reads the same however rounds grouped into chunks.
+  // In log order, the evidence renumbered: the kept operations read the same however rounds grouped into chunks.
   std::vector<uint32_t> order(out_ops_.size()), renumbered(out_ops_.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),

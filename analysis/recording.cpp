@@ -72,6 +72,12 @@ void write_appended(std::ostream& o, Append append) {
   o.write(b.data(), static_cast<std::streamsize>(b.size()));
 }
 
+// The `mark` lines of marks[first...]: in a recording's steps (append_step) and its tail.
+void append_marks(Text& o, const std::vector<Mark>& marks, size_t first) {
+  for (size_t i = first; i < marks.size(); ++i)
+    o << "mark " << name_of(marks[i].kind) << ' ' << marks[i].time_ns << ' ' << marks[i].thread << '\n';
+}
+
 std::vector<std::string_view> split(std::string_view line) {
   std::vector<std::string_view> out;
   size_t i = 0;
@@ -526,8 +532,7 @@ void write_events(std::ostream& o, const std::vector<ApiCall>& calls, const std:
 void append_step(std::string& out, const std::vector<Mark>& marks, size_t first, uint64_t horizon_ns,
                  uint64_t margin_ns) {
   Text o(out);
-  for (size_t i = first; i < marks.size(); ++i)
-    o << "mark " << name_of(marks[i].kind) << ' ' << marks[i].time_ns << ' ' << marks[i].thread << '\n';
+  append_marks(o, marks, first);
   o << "step " << horizon_ns << ' ' << margin_ns << '\n';
 }
 
@@ -545,10 +550,10 @@ void write_recording_tail(std::ostream& o, const EventLog& log, size_t stacks_wr
   }
   write_nvtx_ranges(o, log.nvtx_ranges, nvtx_written);
   write_carried(o, log.carried);
-  for (size_t i = marks_written; i < log.marks.size(); ++i) {
-    const Mark& m = log.marks[i];
-    o << "mark " << name_of(m.kind) << ' ' << m.time_ns << ' ' << m.thread << '\n';
-  }
+  write_appended(o, [&](std::string& b) {
+    Text t(b);
+    append_marks(t, log.marks, marks_written);
+  });
   if (log.analyzed) {
     o << "analyzed\n";
     for (const Finding& f : log.findings) write_finding(o, f);

@@ -215,23 +215,21 @@ bool RecordingStream::close(const EventLog& log, std::string& error, std::string
     return false;
   }
   if (w.error.empty()) {
-    std::ostringstream o;
+    EventLog cut;  // the tail of a recording cut short: what it left out counted
     if (w.cut) {
-      EventLog tail;
-      copy_run_and_tables(log, tail);
-      tail.carried = log.carried;
-      tail.carried.calls += w.left_calls;
-      tail.run.unanalyzed_calls += w.left_calls;
-      tail.carried.ops += w.left_ops;
-      tail.run.complete = false;
-      write_recording_tail(o, tail, w.stacks_written, w.nvtx_written, w.marks_queued);
+      copy_run_and_tables(log, cut);
+      cut.carried = log.carried;
+      cut.carried.calls += w.left_calls;
+      cut.run.unanalyzed_calls += w.left_calls;
+      cut.carried.ops += w.left_ops;
+      cut.run.complete = false;
       warning = "the recording '" + w.path + "' stops before the run's end: its events came faster than they could " +
                 "be written (" + std::to_string(w.limits.max_queued_events) + " waiting for more than " +
                 std::to_string(w.limits.room_wait.count()) + " ms); " + std::to_string(w.left_calls) + " calls and " +
                 std::to_string(w.left_ops) + " GPU operations after that are counted in it, not recorded";
-    } else {
-      write_recording_tail(o, log, w.stacks_written, w.nvtx_written, w.marks_queued);
     }
+    std::ostringstream o;
+    write_recording_tail(o, w.cut ? cut : log, w.stacks_written, w.nvtx_written, w.marks_queued);
     write_all(w.fd, o.str(), w.path, w.error);
   }
   ::close(w.fd);

@@ -89,16 +89,23 @@ int analyze_command(const std::string& path, Cli& cli) {
   // A recording written as the run went is analyzed in the run's own steps as it is read (analysis/replay.h), its
   // trace drawn as the analysis lets the events go, as in the run.
   std::unique_ptr<report::TraceStream> trace;
+  report::ReportInputs inputs;
+  bool prepared = false;
+  // The suppressions and baseline read, the outputs checked. %r names the recorded process's rank; no job surrounds
+  // an offline analysis (world size unknown).
+  auto prepare = [&](const RunInfo& run, std::string& why) {
+    Rank rank;
+    rank.value = run.rank;
+    rank.variable = run.rank_variable;
+    prepared = report::prepare_report(cli.opts, run.pid, rank, inputs, why);
+    return prepared;
+  };
   std::string option_error;  // the options, not the recording, stopped the reading
   Replay* replaying = nullptr;
   Replay replay([&](EventLog& head, StreamingOptions& options, std::string& why) {
     judge_at(head.run, cli);
-    // The outputs are checked before the analysis starts, as for a recording read whole (below): not after it.
-    report::ReportInputs checked;
-    Rank rank;
-    rank.value = head.run.rank;
-    rank.variable = head.run.rank_variable;
-    if (!report::prepare_report(cli.opts, head.run.pid, rank, checked, why)) {
+    // Before the analysis starts, as for a recording read whole (below): not after it.
+    if (!prepare(head.run, why)) {
       option_error = why;
       return false;
     }
@@ -143,13 +150,8 @@ int analyze_command(const std::string& path, Cli& cli) {
     }
   }
   if (!replay.replayed()) judge_at(log.run, cli);
-  report::ReportInputs inputs;
+  if (!prepared && !prepare(log.run, error)) return usage_error(error);
   inputs.trace_stream = trace.get();
-  // %r names the recorded process's rank; no job surrounds an offline analysis (world size unknown).
-  Rank rank;
-  rank.value = log.run.rank;
-  rank.variable = log.run.rank_variable;
-  if (!report::prepare_report(cli.opts, log.run.pid, rank, inputs, error)) return usage_error(error);
   const report::Emitted emitted = report::emit(log, nullptr, cli.opts, inputs);
   const int code = exit_code_for(emitted, cli);
   if (code >= 0) return code;

@@ -2,11 +2,11 @@
 // else. Same subscription (cuptiSubscribe_v2), the same callback ids (cupti/api_table.h's watched_apis(), enabled
 // one by one, plus the same three resource callbacks), the same activity kinds (MEMCPY, MEMSET, CONCURRENT_KERNEL,
 // SYNCHRONIZATION, DEVICE; synchronization records of explicit synchronization calls only) and the same activity
-// buffer size (asynccheck's default, 1 MiB), with an empty callback and a buffer-completed handler that frees the
+// buffer size (asynccheck's default: options.def's activity_buffer_kb), with an empty callback and a buffer-completed handler that frees the
 // buffer. What this costs is what any CUPTI-based tool watching the same calls pays; asynccheck's added cost is
 // quoted as a multiple of it (docs/performance.md). Buffers are flushed at exit, as asynccheck does.
 //
-// Environment: CUPTI_FLOOR_BUFFER_KB (default 1024), CUPTI_FLOOR_DEVICE_BUFFER_KB (default 0: CUPTI's size),
+// Environment: CUPTI_FLOOR_BUFFER_KB (default: asynccheck's), CUPTI_FLOOR_DEVICE_BUFFER_KB (default 0: CUPTI's size),
 // CUPTI_FLOOR_VERBOSE=1 (one line at start and at exit), CUPTI_FLOOR_FLUSH_MS=N with
 // CUPTI_FLOOR_FLUSH=forced|default: a thread that flushes every N ms (what CUPTI does when a tool collects its
 // records during the run, as asynccheck's compaction does; docs/performance.md).
@@ -24,12 +24,13 @@
 #include <vector>
 
 #include "cupti/api_table.h"
+#include "options/options.h"
 
 namespace {
 
 using asynccheck::Domain;
 
-size_t g_buffer_bytes = size_t{1024} * 1024;
+size_t g_buffer_bytes = size_t{asynccheck::Options{}.activity_buffer_kb} * 1024;
 bool g_verbose = false;
 CUpti_SubscriberHandle g_subscriber = nullptr;
 std::atomic<uint64_t> g_buffers{0};

@@ -98,9 +98,9 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   // then), one buffer each round's forced flush: 155 faults per 1000 calls in bench/api_calls against the CUPTI
   // floor's 7.6, whose freed buffers malloc hands back (H200, docs/performance.md). A pool without a bound grows
   // towards its count x buffer_bytes of resident memory over a long run; a spare is only kept when CUPTI had that
-  // many buffers out at once. 1 MiB by default (activity_buffer_kb): with several threads launching, CUPTI fills
-  // a dozen or more at once (the CUPTI floor alone held 66 MiB more with 4 MiB buffers under 8 threads launching
-  // flat out), and a smaller buffer hands its records over sooner, so fewer calls wait for them (docs/performance.md).
+  // many buffers out at once. Small by default (activity_buffer_kb): with several threads launching, CUPTI fills
+  // a dozen or more at once, each resident, and a smaller buffer hands its records over sooner, so fewer calls wait
+  // for them in the analysis' window (docs/performance.md measures 4 MiB, 1 MiB and 256 KiB).
   uint8_t* b = take_spare();
   if (b == nullptr) {
     void* p = mmap(nullptr, s.buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

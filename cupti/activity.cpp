@@ -1,9 +1,8 @@
+
 #include "cupti/activity.h"
 
 #include <cupti.h>
-#include <pthread.h>
 #include <sys/mman.h>
-#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +11,8 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+
+#include "analysis/signals_blocked.h"
 
 namespace asynccheck::cupti {
 namespace {
@@ -319,13 +320,8 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
   enable_migrations();
   if (!s.worker_started) {
     s.worker_started = true;
-    // Every signal blocked, so that the program's signals never stop the worker: the report written on a signal
-    // (interpose/core.cpp) waits for the worker to decode the last buffers.
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    std::thread(worker).detach();  // lives until the process ends; holds no lock while idle
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    // The report written on a signal (interpose/core.cpp) waits for the worker to decode the last buffers.
+    with_signals_blocked([] { std::thread(worker).detach(); });  // lives until the process ends; no lock while idle
   }
   return true;
 }

@@ -4,8 +4,6 @@
 // the last ones are judged: on one thread, each waited for the other, and 8 threads launching flat out outran both.
 // The collector decides when a round starts and when CUPTI is flushed by force.
 #include <malloc.h>
-#include <pthread.h>
-#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "analysis/pace.h"
+#include "analysis/signals_blocked.h"
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
 #include "interpose/capture.h"
@@ -160,19 +159,16 @@ void analyze_loop() {
 
 }  // namespace
 
-// With every signal blocked: the program's signals must reach its own threads, not ours.
 void start_analysis_thread() {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
   {
     std::lock_guard lock(global().stop_mu);
     global().running = 2;
   }
   // Detached: finish() waits for them with a deadline, never joins.
-  std::thread(collect_loop).detach();
-  std::thread(analyze_loop).detach();
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  with_signals_blocked([] {
+    std::thread(collect_loop).detach();
+    std::thread(analyze_loop).detach();
+  });
 }
 
 bool stop_analysis_thread(std::chrono::milliseconds deadline) {

@@ -1,3 +1,4 @@
+
 #include "interpose/core.h"
 
 #include <dlfcn.h>
@@ -26,6 +27,7 @@
 #include "analysis/analyze.h"
 #include "analysis/monitoring.h"
 #include "analysis/recording.h"
+#include "analysis/signals_blocked.h"
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
 #include "interpose/capture.h"
@@ -557,13 +559,8 @@ void start_reporter() {
   g_ender_fd = fds[0];
   g_reporter_fd = fds[1];
   fstat(g_ender_fd, &g_ender_stat);
-  // The reporter blocks every signal: the program's signals go to its own threads, never to ours.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
   pthread_t thread;
-  const int rc = pthread_create(&thread, nullptr, reporter_main, nullptr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  const int rc = with_signals_blocked([&] { return pthread_create(&thread, nullptr, reporter_main, nullptr); });
   if (rc != 0) {
     say("cannot start the reporter thread; no report on signals, _exit and quick_exit");
     close(fds[0]);

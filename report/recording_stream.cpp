@@ -1,7 +1,6 @@
+
 #include "report/recording_stream.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <utility>
 
 #include "analysis/recording.h"
+#include "analysis/signals_blocked.h"
 #include "report/report.h"
 
 namespace asynccheck::report {
@@ -94,13 +94,8 @@ bool RecordingStream::open(const std::string& path, bool overwrite, const RunInf
     unlink(w.tmp.c_str());
     return false;
   }
-  // With every signal blocked: the program's signals must reach its own threads, not ours. Detached: it holds its
-  // share of the state, and is waited for with a deadline (close(), the destructor).
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  std::thread([w = w_] { w->loop(); }).detach();
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  // Detached: it holds its share of the state, and is waited for with a deadline (close(), the destructor).
+  with_signals_blocked([&] { std::thread([w = w_] { w->loop(); }).detach(); });
   return true;
 }
 

@@ -48,9 +48,12 @@ struct State {
 // once: with one spare, 8 threads took 92 page faults per 1000 calls against the floor's 20 (bench/api_calls, H200).
 // Lock-free slots, not State::mu: CUPTI asks for buffers on the application's threads, and a thread a signal stops
 // there must not hold a lock the report waits for.
-// At most kSpareBytes of them, and always one: a spare is resident memory for the whole run, and with
-// activity_buffer_kb at its largest (256 MiB) four would be a gigabyte.
-constexpr size_t kSpares = 4;
+// Four, or as many as fill kSpareGoal with smaller buffers (CUPTI asks for more of them at once: with 256 KiB
+// buffers and four spares, 8 threads took ~23 page faults per 1000 calls against the floor's 2.3, H100); at most
+// kSpareBytes, and always one: a spare is resident memory for the whole run, and with activity_buffer_kb at its
+// largest (256 MiB) four would be a gigabyte.
+constexpr size_t kSpares = 16;
+constexpr size_t kSpareGoal = 4 << 20;
 constexpr size_t kSpareBytes = 16 << 20;
 std::atomic<uint8_t*> g_spares[kSpares];
 std::atomic<size_t> g_spare_slots{kSpares};  // set by enable_activity from the buffer size
@@ -81,7 +84,9 @@ uint64_t count_untimed(const std::vector<GpuOp>& ops) {
 }
 
 size_t spare_slots(size_t buffer_bytes) {
-  return std::clamp<size_t>(buffer_bytes == 0 ? kSpares : kSpareBytes / buffer_bytes, 1, kSpares);
+  if (buffer_bytes == 0) return kSpares;
+  const size_t wanted = std::max<size_t>(4, kSpareGoal / buffer_bytes);
+  return std::clamp<size_t>(std::min(wanted, kSpareBytes / buffer_bytes), 1, kSpares);
 }
 
 namespace {

@@ -7,10 +7,12 @@
 namespace asynccheck::cupti {
 namespace {
 
-TEST(ActivitySpares, FourOfTheDefaultSizeOrSmaller) {
-  EXPECT_EQ(spare_slots(256 << 10), 4u);  // activity_buffer_kb's default
+TEST(ActivitySpares, FourMiBOfSmallBuffersFourOfLargerOnes) {
+  EXPECT_EQ(spare_slots(256 << 10), 16u);  // activity_buffer_kb's default
+  EXPECT_EQ(spare_slots(512 << 10), 8u);
+  EXPECT_EQ(spare_slots(64 << 10), 16u);  // its smallest: at most 16
+  EXPECT_EQ(spare_slots(1 << 20), 4u);
   EXPECT_EQ(spare_slots(4 << 20), 4u);
-  EXPECT_EQ(spare_slots(64 << 10), 4u);  // its smallest
 }
 
 TEST(ActivitySpares, LargerBuffersKeepAtMostSixteenMiBButAlwaysOne) {

@@ -639,7 +639,14 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error, Replay*
     std::string_view tag = tokens[0];
     Fields f(tokens, what);
     if (tag == "run") {
+      const rules::Environment before = log.run.env;
       if (!read_run(tokens, log.run, what)) return fail(what);
+      // The tail's run line says again what the head's said (a run reads its environment once, at its start): the
+      // report states the tail's, and the steps before it were analyzed with the head's.
+      if (replay && replay->replayed() && !(log.run.env == before))
+        return fail(
+            "a 'run' line whose module_loading or launch_blocking differ from those the steps before it were "
+            "analyzed with (a run has one environment)");
       seen_run = true;
     } else if (tag == "arg") {
       if (!f.count(2, "arg text")) return fail(what);

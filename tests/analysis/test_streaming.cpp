@@ -464,6 +464,19 @@ TEST(Replay, RefusesStepsNoRunTakes) {
     EXPECT_FALSE(read_with(changed, error));
     EXPECT_NE(error.find("step horizon_ns margin_ns"), std::string::npos) << error;
   }
+  {  // The tail's run line with another environment than the head's, which the steps were analyzed with.
+    auto changed = lines;
+    size_t tail_run = lines.size() - 1;
+    while (tail_run > steps.back() && changed[tail_run].rfind("run ", 0) != 0) --tail_run;
+    ASSERT_GT(tail_run, steps.back());
+    const size_t at = changed[tail_run].find("launch_blocking=0");
+    ASSERT_NE(at, std::string::npos) << changed[tail_run];
+    changed[tail_run].replace(at, 17, "launch_blocking=1");
+    EXPECT_FALSE(read_with(changed, error));
+    EXPECT_EQ(error, "line " + std::to_string(tail_run + 1) +
+                         ": a 'run' line whose module_loading or launch_blocking differ from those the steps before it "
+                         "were analyzed with (a run has one environment)");
+  }
   {  // Whole: every event, the steps ignored.
     std::istringstream in(text);
     EventLog whole;

@@ -2,8 +2,8 @@
 // else. Same subscription (cuptiSubscribe_v2), the same callback ids (cupti/api_table.h's watched_apis(), enabled
 // one by one, plus the same three resource callbacks), the same activity kinds (MEMCPY, MEMSET, CONCURRENT_KERNEL,
 // SYNCHRONIZATION, DEVICE; synchronization records of explicit synchronization calls only) and the same activity
-// buffer size (asynccheck's default: options.def's activity_buffer_kb), with an empty callback and a buffer-completed handler that frees the
-// buffer. What this costs is what any CUPTI-based tool watching the same calls pays; asynccheck's added cost is
+// buffer size (asynccheck's default: options.def's activity_buffer_kb), with an empty callback and a buffer-completed
+// handler that frees the buffer. What this costs is what any CUPTI-based tool watching the same calls pays; asynccheck's added cost is
 // quoted as a multiple of it (docs/performance.md). Buffers are flushed at exit, as asynccheck does.
 //
 // Environment: CUPTI_FLOOR_BUFFER_KB (default: asynccheck's), CUPTI_FLOOR_DEVICE_BUFFER_KB (default 0: CUPTI's size),
@@ -30,7 +30,7 @@ namespace {
 
 using asynccheck::Domain;
 
-size_t g_buffer_bytes = size_t{asynccheck::Options{}.activity_buffer_kb} * 1024;
+size_t g_buffer_bytes = 0;  // asynccheck's default unless CUPTI_FLOOR_BUFFER_KB says (cupti_floor_start)
 bool g_verbose = false;
 CUpti_SubscriberHandle g_subscriber = nullptr;
 std::atomic<uint64_t> g_buffers{0};
@@ -156,6 +156,8 @@ bool start(std::string& error) {
 
 __attribute__((constructor)) void cupti_floor_start() {
   if (const char* v = std::getenv("CUPTI_FLOOR_VERBOSE")) g_verbose = std::strcmp(v, "1") == 0;
+  // Set here, not by a dynamic initializer: its order against this constructor is not specified (clang ran it after).
+  g_buffer_bytes = size_t{asynccheck::Options{}.activity_buffer_kb} * 1024;
   if (const char* v = std::getenv("CUPTI_FLOOR_BUFFER_KB")) {
     const unsigned long kb = std::strtoul(v, nullptr, 10);
     if (kb >= 64 && kb <= 262144) g_buffer_bytes = size_t{kb} * 1024;

@@ -1,4 +1,3 @@
-
 #include "cupti/activity.h"
 
 #include <cupti.h>
@@ -12,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "analysis/signals_blocked.h"
+#include "common/signals_blocked.h"
 
 namespace asynccheck::cupti {
 namespace {
@@ -31,8 +30,8 @@ struct State {
   std::vector<GpuOp> ops;       // decoded
   std::string device;
   uint64_t dropped = 0;
-  uint64_t untimed = 0;           // work CUPTI delivered without timestamps (count_untimed)
-  size_t buffer_bytes = 4 << 20;  // activity_buffer_kb (options.def)
+  uint64_t untimed = 0;     // work CUPTI delivered without timestamps (count_untimed)
+  size_t buffer_bytes = 0;  // activity_buffer_kb (options.def), set by enable_activity
   // Buffers handed off and buffers decoded, ever: a flush waits until what was handed off when it returned is
   // decoded, not until the queue is empty (under a flood of records it would never be: the wait grew to hundreds
   // of ms a round with 8 threads launching flat out, measured on the H200).
@@ -48,18 +47,20 @@ struct State {
 // once: with one spare, 8 threads took 92 page faults per 1000 calls against the floor's 20 (bench/api_calls, H200).
 // Lock-free slots, not State::mu: CUPTI asks for buffers on the application's threads, and a thread a signal stops
 // there must not hold a lock the report waits for.
-// Four, or as many as fill kSpareGoal with smaller buffers (CUPTI asks for more of them at once: with 256 KiB
-// buffers and four spares, 8 threads took ~23 page faults per 1000 calls against the floor's 2.3, H100); at most
-// kSpareBytes, and always one: a spare is resident memory for the whole run, and with activity_buffer_kb at its
-// largest (256 MiB) four would be a gigabyte.
+// Four, or as many as fill kSpareGoal with smaller buffers, kSpares at most (64 and 128 KiB buffers keep 1 and 2 MiB):
+// CUPTI asks for more small buffers at once, and with four spares of 256 KiB, 8 threads launching took ten times the
+// floor's page faults (docs/performance.md). At most kSpareBytes, and always one: a spare is resident memory for the
+// whole run, and with activity_buffer_kb at its largest (256 MiB) four would be a gigabyte.
 constexpr size_t kSpares = 16;
 constexpr size_t kSpareGoal = 4 << 20;
 constexpr size_t kSpareBytes = 16 << 20;
 std::atomic<uint8_t*> g_spares[kSpares];
 std::atomic<size_t> g_spare_slots{kSpares};  // set by enable_activity from the buffer size
 
+// On the application's threads: a load first, so that an empty pool costs no writes to the slots' cache lines.
 uint8_t* take_spare() {
   for (auto& slot : g_spares) {
+    if (slot.load(std::memory_order_relaxed) == nullptr) continue;
     if (uint8_t* b = slot.exchange(nullptr, std::memory_order_acquire)) return b;
   }
   return nullptr;
@@ -98,7 +99,7 @@ State& state() {
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   State& s = state();
-  // A decoded buffer if there is one, else a fresh mapping; the worker keeps up to kSpares decoded buffers and
+  // A decoded buffer if there is one, else a fresh mapping; the worker keeps up to spare_slots() decoded buffers and
   // unmaps the others. CUPTI writes over the whole of a buffer it is given, on the application thread that asked
   // for it: with a fresh mapping for every buffer that was a page fault per page (~2,000 for the 8 MiB buffers of
   // then), one buffer each round's forced flush: 155 faults per 1000 calls in bench/api_calls against the CUPTI

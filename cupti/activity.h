@@ -37,7 +37,8 @@ uint64_t count_untimed(const std::vector<GpuOp>& ops);
 // How many such operations came so far.
 uint64_t untimed_records();
 
-// How many decoded buffers of this size are kept for CUPTI's next requests: up to four, 16 MiB in all, at least one.
+// How many decoded buffers of this size are kept for CUPTI's next requests: four, or as many as make 4 MiB of smaller
+// ones (16 at most), never more than 16 MiB in all, at least one.
 size_t spare_slots(size_t buffer_bytes);
 
 // Decodes one buffer of activity records (exposed for tests with fabricated records).

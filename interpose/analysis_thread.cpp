@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "analysis/pace.h"
-#include "analysis/signals_blocked.h"
+#include "common/signals_blocked.h"
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
 #include "interpose/capture.h"

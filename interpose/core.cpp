@@ -1,4 +1,3 @@
-
 #include "interpose/core.h"
 
 #include <dlfcn.h>
@@ -27,7 +26,7 @@
 #include "analysis/analyze.h"
 #include "analysis/monitoring.h"
 #include "analysis/recording.h"
-#include "analysis/signals_blocked.h"
+#include "common/signals_blocked.h"
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
 #include "interpose/capture.h"

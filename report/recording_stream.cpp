@@ -1,4 +1,3 @@
-
 #include "report/recording_stream.h"
 
 #include <unistd.h>
@@ -12,7 +11,7 @@
 #include <utility>
 
 #include "analysis/recording.h"
-#include "analysis/signals_blocked.h"
+#include "common/signals_blocked.h"
 #include "report/report.h"
 
 namespace asynccheck::report {

@@ -7,7 +7,7 @@
 namespace asynccheck::cupti {
 namespace {
 
-TEST(ActivitySpares, FourMiBOfSmallBuffersFourOfLargerOnes) {
+TEST(ActivitySpares, UpToFourMiBOfSmallBuffersFourOfLargerOnes) {
   EXPECT_EQ(spare_slots(256 << 10), 16u);  // activity_buffer_kb's default
   EXPECT_EQ(spare_slots(512 << 10), 8u);
   EXPECT_EQ(spare_slots(64 << 10), 16u);  // its smallest: at most 16

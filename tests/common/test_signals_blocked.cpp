@@ -1,4 +1,4 @@
-#include "analysis/signals_blocked.h"
+#include "common/signals_blocked.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -38,6 +38,10 @@ TEST(SignalsBlocked, TheThreadBlocksEverySignalAndTheCallerKeepsItsMask) {
   EXPECT_TRUE(blocked_here(SIGUSR2));
   EXPECT_FALSE(blocked_here(SIGTERM));
   EXPECT_FALSE(blocked_here(SIGUSR1));
+  bool started = false;
+  with_signals_blocked([&] { started = true; });  // a start that returns nothing (std::thread(...).detach())
+  EXPECT_TRUE(started);
+  EXPECT_FALSE(blocked_here(SIGTERM));
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 

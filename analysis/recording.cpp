@@ -584,10 +584,14 @@ static bool check_calls(std::vector<ApiCall>& calls, std::string& error) {
       return false;
     }
   }
-  // Calls on one thread nest, as the calls themselves do (a watched call made inside another is recorded inside
-  // it): two that overlap without one holding the other were not captured, they were made up or pasted together.
-  std::vector<const ApiCall*> by_thread(calls.size());
-  for (size_t i = 0; i < calls.size(); ++i) by_thread[i] = &calls[i];
+  std::vector<const ApiCall*> all(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) all[i] = &calls[i];
+  return calls_nest(std::move(all), error);
+}
+
+// Calls on one thread nest, as the calls themselves do (a watched call made inside another is recorded inside
+// it): two that overlap without one holding the other were not captured, they were made up or pasted together.
+bool calls_nest(std::vector<const ApiCall*> by_thread, std::string& error) {
   std::sort(by_thread.begin(), by_thread.end(), [](const ApiCall* a, const ApiCall* b) {
     if (a->thread != b->thread) return a->thread < b->thread;
     return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;  // outer first

@@ -68,6 +68,10 @@ void append_step(std::string& out, const std::vector<Mark>& marks, size_t first,
 
 class Replay;
 
+// Whether the calls on each thread nest (one holds the other or they do not overlap), as captured calls do; if not,
+// `error` names two that overlap. Any order.
+bool calls_nest(std::vector<const ApiCall*> calls, std::string& error);
+
 // Reads a recording. On failure returns false and sets `error` to "line N: <what is wrong> (<what is valid>)".
 // With `replay`, a recording with `step` lines is analyzed as it is read, in those steps, and `log` is its analysis
 // (analyzed, as a run that was analyzed as it went: analysis/replay.h); without, or without steps, `log` holds

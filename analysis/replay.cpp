@@ -5,6 +5,7 @@
 
 #include "analysis/capture_range.h"
 #include "analysis/feed.h"
+#include "analysis/recording.h"
 
 namespace asynccheck {
 
@@ -69,6 +70,16 @@ bool Replay::give(EventLog& log, std::string& error) {
               ") is given twice (a capture writes each call once)";
       return false;
     }
+  }
+  // Calls on one thread nest across chunks too: a call in flight comes in a later chunk than the calls it holds.
+  // Those of earlier chunks that a new one may overlap are in the window (one let go ended before it started).
+  if (!log.calls.empty()) {
+    std::vector<const ApiCall*> around;
+    around.reserve(window.size() + log.calls.size());
+    for (const std::vector<ApiCall>* calls : {&window, const_cast<const std::vector<ApiCall>*>(&log.calls)}) {
+      for (const ApiCall& c : *calls) around.push_back(&c);
+    }
+    if (!calls_nest(std::move(around), error)) return false;
   }
   calls_ += log.calls.size();
   if (sink_) sink_->write(log.calls, log.ops);

@@ -464,6 +464,25 @@ TEST(Replay, RefusesStepsNoRunTakes) {
     EXPECT_FALSE(read_with(changed, error));
     EXPECT_NE(error.find("step horizon_ns margin_ns"), std::string::npos) << error;
   }
+  {  // A call of the next chunk that overlaps one of this chunk's on its thread without nesting with it.
+    auto changed = lines;
+    size_t last_call = steps[0];
+    while (changed[last_call].rfind("call ", 0) != 0) --last_call;
+    std::istringstream f(changed[last_call].substr(5));
+    std::vector<std::string> words;
+    for (std::string w; f >> w;) words.push_back(w);
+    const uint64_t start = std::stoull(words[2]), end = std::stoull(words[3]);
+    ASSERT_GT(end, start + 1);
+    words[0] = words[1] = "999999999";     // a call of its own
+    words[2] = std::to_string(start + 1);  // it starts inside the other
+    words[3] = std::to_string(end + 1);    // and ends after it
+    std::string call = "call";
+    for (const std::string& w : words) call += " " + w;
+    changed.insert(changed.begin() + static_cast<std::ptrdiff_t>(steps[0]) + 1, call);
+    EXPECT_FALSE(read_with(changed, error));
+    EXPECT_NE(error.find("overlap on thread"), std::string::npos) << error;
+    EXPECT_EQ(error.rfind("line " + std::to_string(steps[1] + 2) + ":", 0), 0u) << error;  // the next step's line
+  }
   {  // The tail's run line with another environment than the head's, which the steps were analyzed with.
     auto changed = lines;
     size_t tail_run = lines.size() - 1;

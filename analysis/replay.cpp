@@ -72,13 +72,14 @@ bool Replay::give(EventLog& log, std::string& error) {
     }
   }
   // Calls on one thread nest across chunks too: a call in flight comes in a later chunk than the calls it holds.
-  // Those of earlier chunks that a new one may overlap are in the window (one let go ended before it started).
+  // Those of earlier chunks that a new one may overlap are in the window (one let go ended before it started), and
+  // end after the first new one starts.
   if (!log.calls.empty()) {
     std::vector<const ApiCall*> around;
-    around.reserve(window.size() + log.calls.size());
-    for (const std::vector<ApiCall>* calls : {&window, const_cast<const std::vector<ApiCall>*>(&log.calls)}) {
-      for (const ApiCall& c : *calls) around.push_back(&c);
+    for (const ApiCall& c : window) {
+      if (c.end_ns > log.calls.front().start_ns) around.push_back(&c);
     }
+    for (const ApiCall& c : log.calls) around.push_back(&c);
     if (!calls_nest(std::move(around), error)) return false;
   }
   calls_ += log.calls.size();

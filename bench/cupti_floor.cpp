@@ -3,8 +3,9 @@
 // one by one, plus the same three resource callbacks), the same activity kinds (MEMCPY, MEMSET, CONCURRENT_KERNEL,
 // SYNCHRONIZATION, DEVICE; synchronization records of explicit synchronization calls only) and the same activity
 // buffer size (asynccheck's default: options.def's activity_buffer_kb), with an empty callback and a buffer-completed
-// handler that frees the buffer. What this costs is what any CUPTI-based tool watching the same calls pays; asynccheck's added cost is
-// quoted as a multiple of it (docs/performance.md). Buffers are flushed at exit, as asynccheck does.
+// handler that frees the buffer. What this costs is what any CUPTI-based tool watching the same calls pays;
+// asynccheck's added cost is quoted as a multiple of it (docs/performance.md). Buffers are flushed at exit, as
+// asynccheck does.
 //
 // Environment: CUPTI_FLOOR_BUFFER_KB (default: asynccheck's), CUPTI_FLOOR_DEVICE_BUFFER_KB (default 0: CUPTI's size),
 // CUPTI_FLOOR_VERBOSE=1 (one line at start and at exit), CUPTI_FLOOR_FLUSH_MS=N with

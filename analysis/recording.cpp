@@ -569,8 +569,9 @@ void write_recording(std::ostream& o, const EventLog& log) {
   write_recording_tail(o, log, log.stacks.size(), log.nvtx_ranges.size());
 }
 
-// The calls of a recording of events (not of judgements), or of a step's chunk, put in log order and checked.
-static bool check_calls(std::vector<ApiCall>& calls, std::string& error) {
+// The calls of a recording of events (not of judgements), or of a step's chunk, put in log order and checked. That
+// they nest is checked here unless a replay checks it (Replay::give: the chunk with the window's calls around it).
+static bool check_calls(std::vector<ApiCall>& calls, bool nesting, std::string& error) {
   // A recording written as the run went (report/recording_stream.h) has its events in chunks: in log order, as the
   // analysis reads them. Not a log of judgements: its findings index the calls as they are.
   auto by_log = [](const auto& a, const auto& b) { return before_in_log(a, b); };
@@ -584,6 +585,7 @@ static bool check_calls(std::vector<ApiCall>& calls, std::string& error) {
       return false;
     }
   }
+  if (!nesting) return true;
   std::vector<const ApiCall*> all(calls.size());
   for (size_t i = 0; i < calls.size(); ++i) all[i] = &calls[i];
   return calls_nest(std::move(all), error);
@@ -843,7 +845,7 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error, Replay*
       if (f.ok() && log.analyzed) f.fail("a 'step' after the 'analyzed' line (a recording of judgements takes none)");
       if (!f.ok()) return fail(what);
       if (replay) {
-        if (!check_calls(log.calls, what) || !replay->step(log, horizon, margin, what)) return fail(what);
+        if (!check_calls(log.calls, false, what) || !replay->step(log, horizon, margin, what)) return fail(what);
       }
     } else if (tag == "analyzed") {
       if (!f.count(1, "analyzed")) return fail(what);
@@ -887,7 +889,7 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error, Replay*
   }
   if (!ended) log.run.complete = false;  // truncated: keep what was read, say so
   if (!log.analyzed) {
-    if (!check_calls(log.calls, error)) return false;
+    if (!check_calls(log.calls, !(replay && replay->replayed()), error)) return false;
     auto by_log = [](const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); };
     if (!std::is_sorted(log.ops.begin(), log.ops.end(), by_log))
       std::stable_sort(log.ops.begin(), log.ops.end(), by_log);

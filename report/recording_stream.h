@@ -65,9 +65,9 @@ class RecordingStream : public EventSink {
   bool flush(std::chrono::milliseconds deadline);
   // Once what was queued is written (at most drain_wait), the tail (recording.h: write_recording_tail) from `log`:
   // the run, modules, every stack and NVTX name, symbols, what was counted but not kept (carried calls and ops),
-  // the marks not written in steps; then moves the file into place. Events left out (write()) make the tail say the run incomplete and count
-  // them as carried, and `warning` says so. A write() after close() (a feed thread that did not stop in time) is not
-  // written. False, with `error`, when there is no recording: nothing was moved into place.
+  // the marks not written in steps; then moves the file into place. Events left out (write()) make the tail say the
+  // run incomplete and count them as carried, and `warning` says so. A write() after close() (a feed thread that did
+  // not stop in time) is not written. False, with `error`, when there is no recording: nothing was moved into place.
   bool close(const EventLog& log, std::string& error, std::string& warning);
 
  private:

@@ -6,9 +6,11 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "analysis/capture_range.h"
+#include "analysis/kernel_name.h"
 #include "rules/api_traits.h"
 #include "rules/call.h"
 #include "rules/catalog.h"
@@ -65,19 +67,21 @@ inline constexpr uint32_t kMigrationStream = 0xFFFFFFFE;
 // One piece of GPU work (or a GPU-side wait) from a CUPTI activity record.
 struct GpuOp {
   GpuOpKind kind = GpuOpKind::Kernel;
-  uint64_t correlation_id = 0;
-  uint64_t start_ns = 0;
-  uint64_t end_ns = 0;
-  uint32_t device = 0;
-  uint32_t context = 0;
-  uint32_t stream_id = 0;  // CUPTI stream id (not the handle); all ops of one stream share it
-  uint64_t bytes = 0;
   uint8_t copy_kind = 0;  // CUpti_ActivityMemcpyKind
   uint8_t src_kind = 0;   // CUpti_ActivityMemoryKind as reported by the driver (the truth about pinning)
   uint8_t dst_kind = 0;
-  uint8_t sync_type = 0;  // CUpti_ActivitySynchronizationType for Sync ops
-  std::string name;       // kernel name (mangled), empty for others
+  uint8_t sync_type = 0;   // CUpti_ActivitySynchronizationType for Sync ops
+  uint32_t stream_id = 0;  // CUPTI stream id (not the handle); all ops of one stream share it
+  uint64_t correlation_id = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t bytes = 0;
+  uint32_t device = 0;
+  uint32_t context = 0;
+  KernelName name;  // kernel name (mangled), empty for others
 };
+// As ApiCall: the backlog and the window hold a flood's operations by the hundred thousand, copied at every merge.
+static_assert(sizeof(GpuOp) <= 64 && std::is_trivially_copyable_v<GpuOp>, "GpuOp grew: every buffered op pays for it");
 
 // The order of a log's calls: by start, then by correlation id (CUPTI numbers calls as they are made). Calls of two
 // threads may start in the same nanosecond; which comes first decides, e.g., which launch of a function is its

@@ -242,7 +242,7 @@ void append_op(Text& o, const GpuOp& op) {
   if (op.name.empty()) {
     o << '-';
   } else {
-    append_percent_encoded(o, op.name);
+    append_percent_encoded(o, op.name.str());
   }
   o << '\n';
 }
@@ -261,8 +261,8 @@ bool read_op(Fields& f, GpuOp& op) {
   op.src_kind = f.num<uint8_t>("src_kind");
   op.dst_kind = f.num<uint8_t>("dst_kind");
   op.sync_type = f.num<uint8_t>("sync_type");
-  op.name = f.text("name");
-  if (op.name == "-") op.name.clear();
+  const std::string name = f.text("name");
+  op.name = name == "-" ? KernelName() : KernelName(name);
   if (f.ok() && op.end_ns < op.start_ns) f.fail("op ends before it starts");
   return f.ok();
 }

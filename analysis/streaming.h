@@ -121,7 +121,7 @@ class StreamingAnalysis {
   std::map<std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t, bool>, size_t> kept_per_key_;
   std::map<std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t>, size_t> carried_index_;
   Carried carried_;
-  std::unordered_map<std::string, GpuOp> first_kernels_;  // per kernel name, its earliest operation
+  std::unordered_map<KernelName, GpuOp> first_kernels_;  // per kernel name, its earliest operation
   // prune()'s tables, kept so that a step does not allocate (and fault in) them afresh.
   FlatMap<char> scratch_ids_, scratch_live_;
   FlatMap<size_t> scratch_streams_;

@@ -25,7 +25,7 @@ std::string gpu_work_text(const GpuOp& op) {
       s = "memcpy " + std::string(copy_kind_text(op.copy_kind)) + " " + format_bytes(op.bytes);
       break;
     case GpuOpKind::Memset: s = "memset " + format_bytes(op.bytes); break;
-    case GpuOpKind::Kernel: s = "kernel " + short_function(demangle(op.name)); break;
+    case GpuOpKind::Kernel: s = "kernel " + short_function(demangle(op.name.str())); break;
     case GpuOpKind::Sync: s = "synchronization"; break;
     case GpuOpKind::Migration:
       s = std::string("unified-memory migration ") + (op.copy_kind == 2 ? "DtoH " : "HtoD ") + format_bytes(op.bytes);

@@ -332,7 +332,7 @@ size_t resolve_symbols(EventLog& log, std::chrono::milliseconds limit) {
 std::vector<std::string> kernel_names(const EventLog& log) {
   std::set<std::string> names;
   for (const GpuOp& op : log.ops) {
-    if (op.kind == GpuOpKind::Kernel && !op.name.empty()) names.insert(demangle(op.name));
+    if (op.kind == GpuOpKind::Kernel && !op.name.empty()) names.insert(demangle(op.name.str()));
   }
   return {names.begin(), names.end()};
 }

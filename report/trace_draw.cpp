@@ -280,7 +280,7 @@ const std::string& Writer::demangled(const std::string& name) {
 void Writer::op(const GpuOp& op, const Track& t, const std::string& call, const std::vector<NoteDraw>& notes,
                 const FlowDraw* flow, const std::vector<DelayDraw>& delayed) {
   const uint64_t end = end_of(op.start_ns, op.end_ns);
-  const std::string* shown = op.kind == GpuOpKind::Kernel && !op.name.empty() ? &demangled(op.name) : nullptr;
+  const std::string* shown = op.kind == GpuOpKind::Kernel && !op.name.empty() ? &demangled(op.name.str()) : nullptr;
   std::string made;  // a name made for this op (the others are a kernel's, or constants)
   std::string_view name;
   switch (op.kind) {
@@ -311,7 +311,7 @@ void Writer::op(const GpuOp& op, const Track& t, const std::string& call, const 
        << " -> " << memory_kind_text(op.dst_kind) << "\"";
   }
   if (op.kind == GpuOpKind::Memset) o_ << ", \"memory\": \"" << memory_kind_text(op.dst_kind) << "\"";
-  if (shown && *shown != op.name) o_ << ", \"mangled\": " << q(op.name);
+  if (shown && *shown != op.name.str()) o_ << ", \"mangled\": " << q(op.name.str());
   if (!call.empty()) o_ << ", \"call\": " << q(call);
   if (op.end_ns <= op.start_ns) o_ << ", \"note\": " << q(zero_note(op.start_ns, op.end_ns));
   if (!notes.empty()) {

@@ -268,7 +268,7 @@ void TraceStream::ops_released(const EventLog& window, const std::vector<char>& 
     put_delta(out_, op.start_ns, sent_.op_start);
     put(out_, zigzag(op.end_ns - op.start_ns));
     put_delta(out_, op.correlation_id, sent_.op_corr);
-    put_name(op.name);
+    put_name(op.name.str());
     const uint32_t* c = enqueuer_.find(op.correlation_id);
     if (*c == kNone) {
       put(out_, kNoCall);

@@ -441,7 +441,7 @@ void write_op(std::ostream& o, const GpuOp& op) {
   o << "op " << name_of(op.kind) << ' ' << op.correlation_id << ' ' << op.start_ns << ' ' << op.end_ns << ' '
     << op.device << ' ' << op.context << ' ' << op.stream_id << ' ' << op.bytes << ' ' << int(op.copy_kind) << ' '
     << int(op.src_kind) << ' ' << int(op.dst_kind) << ' ' << int(op.sync_type) << ' '
-    << (op.name.empty() ? "-" : percent_encode(op.name)) << '\n';
+    << (op.name.empty() ? "-" : percent_encode(op.name.str())) << '\n';
 }
 
 void write_stacks(std::ostream& o, const std::vector<Stack>& stacks, size_t first) {

@@ -40,8 +40,8 @@ KernelName::KernelName(std::string_view name) {
     const char* text = nullptr;
     const std::string* name = nullptr;
   };
-  thread_local Cached cache[64];
-  Cached& slot = cache[(reinterpret_cast<uintptr_t>(name.data()) >> 4) % 64];
+  thread_local Cached cache[16];  // in every thread of the program (the library's TLS): small
+  Cached& slot = cache[(reinterpret_cast<uintptr_t>(name.data()) >> 4) % 16];
   if (slot.text == name.data() && std::string_view(*slot.name) == name) {
     name_ = slot.name;
     return;

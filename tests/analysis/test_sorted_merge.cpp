@@ -66,5 +66,27 @@ TEST(SortedMerge, MergeIntoKeepsWhatWasHeldFirstAmongEquals) {
   }
 }
 
+// The shapes the feed and the window meet: new events after all held ones, among the last few, before all of them,
+// interleaved throughout; either side empty; ties across the two.
+TEST(SortedMerge, MergeIntoIsAStableMergeWhereverTheNewEventsFall) {
+  std::mt19937 rng(13);
+  for (size_t held : {0, 1, 2, 100, 1000}) {
+    for (size_t added : {0, 1, 2, 100, 1000}) {
+      for (int shift : {-2000, -100, -5, 0, 5, 100, 2000}) {
+        for (int keys : {1, 4, 1000}) {
+          std::vector<Item> into = made(rng, held, 1, keys, 0);
+          std::vector<Item> more = made(rng, added, 1, keys, 0);
+          for (Item& x : more) x.key += keys + shift, x.seq += 10'000;
+          std::vector<Item> want = into;
+          want.insert(want.end(), more.begin(), more.end());
+          std::stable_sort(want.begin(), want.end(), by_key);
+          merge_into(into, std::move(more), by_key);
+          ASSERT_EQ(into, want) << held << " held, " << added << " added, shift " << shift << ", " << keys << " keys";
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace asynccheck

@@ -33,4 +33,5 @@ done
 put bench/api_calls
 put bench/libcupti_floor.so
 put bench/startup
+put bench/libpc_sampler.so
 du -sh "$carry"

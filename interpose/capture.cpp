@@ -36,17 +36,31 @@ using rules::ApiKind;
 using rules::CopyDirection;
 using rules::MemoryKind;
 
-thread_local ThreadLog* t_log = nullptr;
-thread_local int t_runtime_depth = 0;  // > 0 while inside a watched runtime call
-thread_local uint64_t t_nested_driver_corr = 0;
-thread_local bool t_busy = false;  // reentrancy guard: our own work never re-enters the capture
-thread_local uint32_t t_open = 0;  // this thread's ThreadLog::open
-// Kernels this thread launched while its buffer was full (Global::thread_backlog): a launch of one of them is
-// sheddable, the first is not. Filled only past the limit, so an ordinary run never pays for it.
-thread_local std::unordered_set<uint64_t>* t_launched_past_cap = nullptr;
+// The calling thread's part of the capture, in one thread-local: the library's TLS is reached through
+// __tls_get_addr (the dynamic model of a shared library, which an injected library needs), one call per variable
+// a callback touches, on every watched call.
+struct ThreadState {
+  ThreadLog* log = nullptr;
+  int runtime_depth = 0;  // > 0 while inside a watched runtime call
+  uint64_t nested_driver_corr = 0;
+  bool busy = false;  // reentrancy guard: our own work never re-enters the capture
+  uint32_t open = 0;  // this thread's ThreadLog::open
+  // Kernels this thread launched while its buffer was full (Global::thread_backlog): a launch of one of them is
+  // sheddable, the first is not. Filled only past the limit, so an ordinary run never pays for it.
+  std::unordered_set<uint64_t>* launched_past_cap = nullptr;
+};
+thread_local ThreadState t_state;
 
-ThreadLog& thread_log() {
-  if (t_log == nullptr) {
+// This thread's state, its address computed once per callback: GCC takes a thread-local's address for a constant
+// and computes it again at each use, which in a shared library is a call to __tls_get_addr each time.
+ThreadState& this_thread_state() {
+  ThreadState* state = &t_state;
+  asm("" : "+r"(state));  // opaque: kept in a register, not recomputed
+  return *state;
+}
+
+ThreadLog& thread_log(ThreadState& ts = t_state) {
+  if (ts.log == nullptr) {
     auto* log = new ThreadLog;
     log->calls.reserve(4096);
     Global& g = global();
@@ -54,16 +68,17 @@ ThreadLog& thread_log() {
     log->thread = static_cast<uint32_t>(g.threads.size());
     g.threads.push_back(log);
     g.thread_count.store(g.threads.size(), std::memory_order_relaxed);
-    t_log = log;
+    ts.log = log;
   }
-  return *t_log;
+  return *ts.log;
 }
 
 struct Guard {
+  ThreadState& ts;
   bool entered;
-  Guard() : entered(!t_busy) { t_busy = true; }
+  explicit Guard(ThreadState& state = t_state) : ts(state), entered(!state.busy) { state.busy = true; }
   ~Guard() {
-    if (entered) t_busy = false;
+    if (entered) ts.busy = false;
   }
 };
 
@@ -108,45 +123,48 @@ void update_ranges(const ApiCall& c, HostRanges& ranges) {
 
 void on_enter(const cupti::ApiSpec& spec, const void*, uint64_t* slot, uint32_t correlation_id) {
   if (!global().active.load(std::memory_order_relaxed)) return;
-  if (spec.domain == Domain::Driver && t_runtime_depth > 0) {
+  ThreadState& ts = this_thread_state();
+  if (spec.domain == Domain::Driver && ts.runtime_depth > 0) {
     // The runtime calling the driver for a watched runtime call: remember its id (activity records may carry
     // it), do not count the call twice.
-    if (t_nested_driver_corr == 0) t_nested_driver_corr = correlation_id;
+    if (ts.nested_driver_corr == 0) ts.nested_driver_corr = correlation_id;
     return;
   }
   if (spec.domain == Domain::Runtime) {
-    ++t_runtime_depth;
-    t_nested_driver_corr = 0;
+    ++ts.runtime_depth;
+    ts.nested_driver_corr = 0;
   }
   // Registered first: a call of a new thread must bound the analysis' horizon from its first timestamp on.
-  ThreadLog& log = thread_log();
+  ThreadLog& log = thread_log(ts);
   *slot = cupti::timestamp();
-  if (t_open == 0) log.open_since.store(*slot, std::memory_order_relaxed);
-  log.open.store(++t_open, std::memory_order_relaxed);
+  if (ts.open == 0) log.open_since.store(*slot, std::memory_order_relaxed);
+  log.open.store(++ts.open, std::memory_order_relaxed);
 }
 
 // Clears the thread's open_since when its outermost call is done, after the call is in its log (or dropped).
 struct OpenSinceReset {
+  ThreadState& ts;
   ~OpenSinceReset() {
-    if (t_log != nullptr && t_open == 0) t_log->open_since.store(0, std::memory_order_release);
+    if (ts.log != nullptr && ts.open == 0) ts.log->open_since.store(0, std::memory_order_release);
   }
 };
 
 void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uint32_t correlation_id, int32_t result) {
   Global& g = global();
-  if (spec.domain == Domain::Driver && t_runtime_depth > 0) return;
-  if (spec.domain == Domain::Runtime && t_runtime_depth > 0) --t_runtime_depth;
+  ThreadState& ts = this_thread_state();
+  if (spec.domain == Domain::Driver && ts.runtime_depth > 0) return;
+  if (spec.domain == Domain::Runtime && ts.runtime_depth > 0) --ts.runtime_depth;
   if (*slot == 0) return;  // its entry was not recorded
-  OpenSinceReset reset_open_since;
+  OpenSinceReset reset_open_since{ts};
   // Counted down even after finish(): the count is what says whether a call was in flight.
-  if (t_log != nullptr && t_open > 0) t_log->open.store(--t_open, std::memory_order_relaxed);
+  if (ts.log != nullptr && ts.open > 0) ts.log->open.store(--ts.open, std::memory_order_relaxed);
   if (!g.active.load(std::memory_order_relaxed)) return;
   const uint64_t end = cupti::timestamp();
-  Guard guard;
+  Guard guard(ts);
   if (!guard.entered) return;
   ApiCall c;
   c.correlation_id = correlation_id;
-  c.driver_correlation_id = spec.domain == Domain::Runtime ? t_nested_driver_corr : 0;
+  c.driver_correlation_id = spec.domain == Domain::Runtime ? ts.nested_driver_corr : 0;
   c.start_ns = *slot;
   c.end_ns = end;
   c.cbid = spec.cbid;
@@ -163,7 +181,12 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
   }
   update_ranges(c, g.ranges);
   g.streams.observe(c);
-  if (g.on_first_call) std::call_once(g.first_call, g.on_first_call);
+  if (g.on_first_call && !g.first_call_done.load(std::memory_order_acquire)) {
+    std::call_once(g.first_call, [&g] {
+      g.on_first_call();
+      g.first_call_done.store(true, std::memory_order_release);
+    });
+  }
   // Stacks only for the calls that matter: they held the host, or the rules say they may block, or they may
   // serialize with another blocking stream's work (blocking_streams.h: not while no such stream had work).
   const bool matters = end - c.start_ns >= g.threshold_ns || rules::predict(c.call).may_hold_host() ||
@@ -172,7 +195,7 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
     c.stack = capture_stack(3);  // skip capture_stack, on_exit and CUPTI's dispatcher
     g.stacks_walked.fetch_add(1, std::memory_order_relaxed);
   }
-  ThreadLog& log = thread_log();
+  ThreadLog& log = thread_log(ts);
   c.thread = log.thread;
   std::lock_guard lock(log.mu);
   // The thread's share of the backlog limit: half of it over the threads, at least a round.
@@ -185,8 +208,8 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
     bool launched_before = false;
     if (c.call.api == ApiKind::KernelLaunch) {
       // Never freed, like ThreadLog: a callback may still come while the thread or the process exits.
-      if (t_launched_past_cap == nullptr) t_launched_past_cap = new std::unordered_set<uint64_t>;
-      launched_before = !t_launched_past_cap->insert(c.function).second;
+      if (ts.launched_past_cap == nullptr) ts.launched_past_cap = new std::unordered_set<uint64_t>;
+      launched_before = !ts.launched_past_cap->insert(c.function).second;
     }
     switch (at_thread(c, log.calls.size(), share, launched_before, g.threshold_ns)) {
       case AtThread::Keep: break;
@@ -201,7 +224,7 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
 void on_mark(MarkKind kind) {
   Global& g = global();
   if (!g.active.load(std::memory_order_relaxed)) return;
-  Mark m{kind, cupti::timestamp(), t_log ? t_log->thread : 0};
+  Mark m{kind, cupti::timestamp(), t_state.log ? t_state.log->thread : 0};
   std::lock_guard lock(g.mu);
   g.marks.push_back(m);
 }

@@ -51,6 +51,7 @@ struct Global {
   std::atomic<bool> finished{false};
   void (*on_first_call)() = nullptr;
   std::once_flag first_call;
+  std::atomic<bool> first_call_done{false};  // read on every call: std::call_once alone is a pthread_once each time
   uint64_t threshold_ns = 100'000;
   AnalysisOptions analysis;  // what the calls are judged with
   std::mutex mu;             // guards the fields below; taken once per thread and for marks (rare)

@@ -74,10 +74,14 @@ struct Stack {
   size_t deeper = 0;  // pushes beyond kMaxDepth, not kept
 };
 
-// The innermost open range: what a CUDA call reads. Plain thread-local integers (no constructor, no destructor), so
-// reading them costs two loads and a compare with the generation.
-thread_local uint32_t t_current = 0;
-thread_local uint32_t t_generation = 0;  // of the regions t_current and the stack's nodes were built on
+// The innermost open range: what a CUDA call reads. Plain thread-local integers (no constructor, no destructor), in
+// one variable (each thread-local of a shared library is a __tls_get_addr away), so reading them costs one of those,
+// two loads and a compare with the generation.
+struct Innermost {
+  uint32_t range = 0;
+  uint32_t generation = 0;  // of the regions `range` and the stack's nodes were built on
+};
+thread_local Innermost t_innermost;
 // Allocated at the thread's first push, freed when it exits (thread-local destructors would run in an order we do
 // not control; a pthread key's destructor clears the pointer, so a push after it simply starts a new stack).
 thread_local Stack* t_stack = nullptr;
@@ -86,8 +90,8 @@ pthread_key_t g_stack_key;
 void free_stack(void* p) {
   delete static_cast<Stack*>(p);
   t_stack = nullptr;
-  t_current = 0;
-  t_generation = 0;
+  t_innermost.range = 0;
+  t_innermost.generation = 0;
 }
 
 Stack& stack() {
@@ -186,15 +190,15 @@ uint32_t intern_node(Table& t, uint32_t name, uint32_t parent, bool region = fal
 
 // Rebuilds this thread's nodes from open[from] on, nested in the regions of the current generation; under t.mu.
 void restack(Table& t, Stack* s, size_t from) {
-  t_generation = g_generation.load(std::memory_order_relaxed);
+  t_innermost.generation = g_generation.load(std::memory_order_relaxed);
   uint32_t parent = t.region_node;
   if (s == nullptr) {
-    t_current = parent;
+    t_innermost.range = parent;
     return;
   }
   if (from > 0) parent = s->open[from - 1].node;
   for (size_t i = from; i < s->open.size(); ++i) parent = s->open[i].node = intern_node(t, s->open[i].name, parent);
-  t_current = parent;
+  t_innermost.range = parent;
 }
 
 // Opens range `name` on this thread; under t.mu.
@@ -205,7 +209,7 @@ void push(Table& t, const void* domain, uint32_t name) {
     return;
   }
   s.open.push_back({domain, name, 0});
-  const bool rebuilt = t_generation != g_generation.load(std::memory_order_relaxed);
+  const bool rebuilt = t_innermost.generation != g_generation.load(std::memory_order_relaxed);
   restack(t, &s, rebuilt ? 0 : s.open.size() - 1);
 }
 
@@ -224,7 +228,7 @@ void pop(const void* domain) {
       // The ranges above the one that ended (another domain's, still open) are now nested one level less.
       Table& t = table();
       std::lock_guard lock(t.mu);
-      const bool rebuilt = t_generation != g_generation.load(std::memory_order_relaxed);
+      const bool rebuilt = t_innermost.generation != g_generation.load(std::memory_order_relaxed);
       restack(t, &s, rebuilt ? 0 : i);
       return;
     }
@@ -334,12 +338,14 @@ void on_callback(uint32_t cbid, const void* params, const void* result) {
 }
 
 uint32_t current() {
-  if (t_generation != g_generation.load(std::memory_order_relaxed)) [[unlikely]] {
+  Innermost* innermost = &t_innermost;
+  asm("" : "+r"(innermost));  // its address once: GCC would compute it again (a __tls_get_addr) for each read
+  if (innermost->generation != g_generation.load(std::memory_order_relaxed)) [[unlikely]] {
     Table& t = table();
     std::lock_guard lock(t.mu);
     restack(t, t_stack, 0);
   }
-  return t_current;
+  return innermost->range;
 }
 
 std::vector<NvtxRange> names(size_t first) {

@@ -2,22 +2,20 @@
 
 #include <cstdint>
 #include <mutex>
+#include <ostream>
 #include <unordered_set>
+
+#include "common/string_hash.h"
 
 namespace asynccheck {
 
 namespace {
 
-struct Hash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-};
-
 // Never destroyed: operations may be read by threads still running at exit (the capture's), after static
 // destructors.
 struct Table {
   std::mutex mu;
-  std::unordered_set<std::string, Hash, std::equal_to<>> names;
+  std::unordered_set<std::string, StringViewHash, std::equal_to<>> names;
 };
 Table& table() {
   static Table* t = new Table;
@@ -55,5 +53,7 @@ KernelName::KernelName(std::string_view name) {
   }
   slot = {name.data(), name_};
 }
+
+std::ostream& operator<<(std::ostream& os, const KernelName& name) { return os << '"' << name.str() << '"'; }
 
 }  // namespace asynccheck

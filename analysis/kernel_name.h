@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,9 @@ class KernelName {
   const std::string* name_ = nullptr;
   static const std::string& none();
 };
+
+// As the name, quoted (test failures print it).
+std::ostream& operator<<(std::ostream& os, const KernelName& name);
 
 }  // namespace asynccheck
 

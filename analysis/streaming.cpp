@@ -224,10 +224,14 @@ StreamingAnalysis::Result StreamingAnalysis::finish() {
     e.finding.call = r.log.calls.size() - 1;
     r.analysis.findings.push_back(std::move(e.finding));
   }
-  for (const auto& [name, op] : first_kernels_) {
-    (void)name;
-    keep(op);
-  }
+  // In log order, then by name (the table's own order is its hash's, of the names' addresses): which of two
+  // operations that read the same to keep() is kept must not change from run to run.
+  std::vector<const GpuOp*> firsts;
+  for (const auto& [name, op] : first_kernels_) firsts.push_back(&op);
+  std::sort(firsts.begin(), firsts.end(), [](const GpuOp* a, const GpuOp* b) {
+    return before_in_log(*a, *b) || (!before_in_log(*b, *a) && a->name.str() < b->name.str());
+  });
+  for (const GpuOp* op : firsts) keep(*op);
   // In log order, the evidence renumbered: the kept operations read the same however rounds grouped into chunks.
   std::vector<uint32_t> order(out_ops_.size()), renumbered(out_ops_.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;

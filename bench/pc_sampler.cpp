@@ -1,10 +1,13 @@
 // Where a program's threads spend their CPU time, without perf (the GPU machine has none): LD_PRELOAD this library
-// and set PC_SAMPLER_OUT=PREFIX. Every PC_SAMPLER_US microseconds of the process' CPU time (200 by default; the
-// kernel's tick bounds it) SIGPROF interrupts a running thread, whose program counter and thread id are kept; at
+// and set PC_SAMPLER_OUT=PREFIX. Every PC_SAMPLER_US microseconds of the process' CPU time (200 by default, at most
+// 999999; the kernel's tick bounds it) SIGPROF interrupts a thread, whose program counter and thread id are kept; at
 // exit PREFIX.PID.samples ("TID PC" per line, hex PC) and PREFIX.PID.maps (/proc/self/maps) are written.
-// bench/pc_samples.py PREFIX.PID turns them into shares per module and function (nm's symbols, on the machine
-// that ran it). Threads that block SIGPROF are not sampled: asynccheck's own threads block every signal
-// (common/signals_blocked.h), so this measures the program's threads, which is where its cost per call is paid.
+// bench/pc_samples.py PREFIX.PID turns them into shares per thread, module and function (nm's symbols, on the
+// machine that ran it). The timer is the process', its signal goes to a thread that does not block it: asynccheck's
+// own threads block every signal (common/signals_blocked.h), so the CPU time they use is sampled in another thread,
+// one of the program's, at whatever it is doing then (sleeping in a system call, for one that waits). Read a
+// thread's samples as where that thread was, not as its own CPU time: per call, the share of the calling thread's
+// samples times its measured time per call. x86-64 and AArch64.
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -27,7 +30,14 @@ std::atomic<unsigned> g_count{0};
 void on_prof(int, siginfo_t*, void* context) {
   const unsigned i = g_count.fetch_add(1, std::memory_order_relaxed);
   if (i >= kSamples) return;
+#if defined(__x86_64__)
   g_pcs[i] = static_cast<unsigned long>(static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  g_pcs[i] = static_cast<unsigned long>(static_cast<ucontext_t*>(context)->uc_mcontext.pc);
+#else
+  (void)context;
+  g_pcs[i] = 0;
+#endif
   g_tids[i] = static_cast<int>(syscall(SYS_gettid));
 }
 
@@ -49,8 +59,13 @@ __attribute__((constructor)) void start() {
   sigaction(SIGPROF, &sa, nullptr);
   const char* us_text = std::getenv("PC_SAMPLER_US");
   const long us = us_text ? std::atol(us_text) : 200;
+  if (us < 1 || us > 999999) {
+    std::fprintf(stderr, "pc_sampler: ERROR: PC_SAMPLER_US=%s: expected microseconds from 1 to 999999; not sampling\n",
+                 us_text);
+    return;
+  }
   itimerval it{{0, us}, {0, us}};
-  setitimer(ITIMER_PROF, &it, nullptr);
+  if (setitimer(ITIMER_PROF, &it, nullptr) != 0) std::perror("pc_sampler: ERROR: setitimer");
 }
 
 __attribute__((destructor)) void stop() {
@@ -58,6 +73,7 @@ __attribute__((destructor)) void stop() {
   if (!prefix) return;
   itimerval off{};
   setitimer(ITIMER_PROF, &off, nullptr);
+  signal(SIGPROF, SIG_IGN);  // a signal still pending must not write while the samples are read
   char path[4096];
   std::snprintf(path, sizeof path, "%s.%d.samples", prefix, static_cast<int>(getpid()));
   if (FILE* f = std::fopen(path, "w")) {

@@ -14,6 +14,7 @@
 
 #include "analysis/feed.h"
 #include "analysis/monitoring.h"
+#include "common/thread_local_address.h"
 #include "cupti/activity.h"
 #include "cupti/subscriber.h"
 #include "interpose/capture_state.h"
@@ -51,15 +52,10 @@ struct ThreadState {
 };
 thread_local ThreadState t_state;
 
-// This thread's state, its address computed once per callback: GCC takes a thread-local's address for a constant
-// and computes it again at each use, which in a shared library is a call to __tls_get_addr each time.
-ThreadState& this_thread_state() {
-  ThreadState* state = &t_state;
-  asm("" : "+r"(state));  // opaque: kept in a register, not recomputed
-  return *state;
-}
+// This thread's state, its address taken once per callback (common/thread_local_address.h).
+ThreadState& this_thread_state() { return thread_local_address(t_state); }
 
-ThreadLog& thread_log(ThreadState& ts = t_state) {
+ThreadLog& thread_log(ThreadState& ts) {
   if (ts.log == nullptr) {
     auto* log = new ThreadLog;
     log->calls.reserve(4096);
@@ -76,7 +72,7 @@ ThreadLog& thread_log(ThreadState& ts = t_state) {
 struct Guard {
   ThreadState& ts;
   bool entered;
-  explicit Guard(ThreadState& state = t_state) : ts(state), entered(!state.busy) { state.busy = true; }
+  explicit Guard(ThreadState& state) : ts(state), entered(!state.busy) { state.busy = true; }
   ~Guard() {
     if (entered) ts.busy = false;
   }

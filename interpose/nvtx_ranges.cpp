@@ -13,17 +13,15 @@
 #include <unordered_map>
 
 #include "analysis/utf8.h"
+#include "common/string_hash.h"
+#include "common/thread_local_address.h"
 #include "interpose/lock_within.h"
 
 namespace asynccheck::nvtx_ranges {
 namespace {
 
 // Lookups by string_view: a push of a name seen before allocates nothing.
-struct ViewHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-using NameIndex = std::unordered_map<std::string, uint32_t, ViewHash, std::equal_to<>>;
+using NameIndex = std::unordered_map<std::string, uint32_t, StringViewHash, std::equal_to<>>;
 
 struct DomainNames {
   std::string name;  // "" = the default domain
@@ -338,14 +336,13 @@ void on_callback(uint32_t cbid, const void* params, const void* result) {
 }
 
 uint32_t current() {
-  Innermost* innermost = &t_innermost;
-  asm("" : "+r"(innermost));  // its address once: GCC would compute it again (a __tls_get_addr) for each read
-  if (innermost->generation != g_generation.load(std::memory_order_relaxed)) [[unlikely]] {
+  const Innermost& innermost = thread_local_address(t_innermost);
+  if (innermost.generation != g_generation.load(std::memory_order_relaxed)) [[unlikely]] {
     Table& t = table();
     std::lock_guard lock(t.mu);
     restack(t, t_stack, 0);
   }
-  return innermost->range;
+  return innermost.range;
 }
 
 std::vector<NvtxRange> names(size_t first) {

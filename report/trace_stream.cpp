@@ -78,14 +78,14 @@ constexpr uint64_t kNoCall = 0, kCallOnly = 1, kCallAndFlow = 2;
 constexpr size_t kSpillBytes = size_t{1} << 16;
 
 // A kernel's name: its number, and the name itself the first time.
-std::string op_name(Reader& r, std::vector<std::string>& names) {
+KernelName op_name(Reader& r, std::vector<KernelName>& names) {
   const uint64_t id = r.u();
-  if (r.ok && id == names.size()) names.push_back(r.s());
-  if (r.ok && id >= names.size()) {  // a number no name was written for
+  if (r.ok && id == names.size()) names.push_back(KernelName(r.s()));  // interned once, not once per operation
+  if (r.ok && id >= names.size()) {                                    // a number no name was written for
     r.ok = false;
     r.damaged = true;
   }
-  return id < names.size() ? names[id] : std::string();
+  return id < names.size() ? names[id] : KernelName();
 }
 
 void put(std::string& out, const FindingDraw& d) {
@@ -425,9 +425,9 @@ bool TraceStream::close(std::ostream& out, const ReportData& data, std::string& 
     tid = t->second + lane;
     return true;
   };
-  Previous got;                    // as the records were written
-  std::vector<std::string> names;  // the kernels' names, by number
-  std::string call, made;          // an operation's: the label of the call that enqueued it, its API's name if made
+  Previous got;                   // as the records were written
+  std::vector<KernelName> names;  // the kernels' names, by number
+  std::string call, made;         // an operation's: the label of the call that enqueued it, its API's name if made
   uint64_t suppressed = 0, flows = 0;
   for (uint64_t kind = r.u(); r.ok; kind = r.u()) {
     if (kind == kCall) {

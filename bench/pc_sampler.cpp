@@ -26,6 +26,7 @@ constexpr unsigned kSamples = 1u << 21;
 unsigned long g_pcs[kSamples];
 int g_tids[kSamples];
 std::atomic<unsigned> g_count{0};
+bool g_sampling = false;
 
 void on_prof(int, siginfo_t*, void* context) {
   const unsigned i = g_count.fetch_add(1, std::memory_order_relaxed);
@@ -65,12 +66,16 @@ __attribute__((constructor)) void start() {
     return;
   }
   itimerval it{{0, us}, {0, us}};
-  if (setitimer(ITIMER_PROF, &it, nullptr) != 0) std::perror("pc_sampler: ERROR: setitimer");
+  if (setitimer(ITIMER_PROF, &it, nullptr) != 0) {
+    std::perror("pc_sampler: ERROR: setitimer");
+    return;
+  }
+  g_sampling = true;
 }
 
 __attribute__((destructor)) void stop() {
   const char* prefix = std::getenv("PC_SAMPLER_OUT");
-  if (!prefix) return;
+  if (!prefix || !g_sampling) return;
   itimerval off{};
   setitimer(ITIMER_PROF, &off, nullptr);
   signal(SIGPROF, SIG_IGN);  // a signal still pending must not write while the samples are read

@@ -224,13 +224,11 @@ StreamingAnalysis::Result StreamingAnalysis::finish() {
     e.finding.call = r.log.calls.size() - 1;
     r.analysis.findings.push_back(std::move(e.finding));
   }
-  // In log order, then by name (the table's own order is its hash's, of the names' addresses): which of two
-  // operations that read the same to keep() is kept must not change from run to run.
+  // By name, not in the table's order (its hash's, of the names' addresses): which of two operations that read the
+  // same to keep() is kept must not change from run to run. The kept ones are put in log order below.
   std::vector<const GpuOp*> firsts;
   for (const auto& [name, op] : first_kernels_) firsts.push_back(&op);
-  std::sort(firsts.begin(), firsts.end(), [](const GpuOp* a, const GpuOp* b) {
-    return before_in_log(*a, *b) || (!before_in_log(*b, *a) && a->name.str() < b->name.str());
-  });
+  std::sort(firsts.begin(), firsts.end(), [](const GpuOp* a, const GpuOp* b) { return a->name.str() < b->name.str(); });
   for (const GpuOp* op : firsts) keep(*op);
   // In log order, the evidence renumbered: the kept operations read the same however rounds grouped into chunks.
   std::vector<uint32_t> order(out_ops_.size()), renumbered(out_ops_.size());

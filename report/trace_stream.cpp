@@ -268,7 +268,7 @@ void TraceStream::ops_released(const EventLog& window, const std::vector<char>& 
     put_delta(out_, op.start_ns, sent_.op_start);
     put(out_, zigzag(op.end_ns - op.start_ns));
     put_delta(out_, op.correlation_id, sent_.op_corr);
-    put_name(op.name.str());
+    put_name(op.name);
     const uint32_t* c = enqueuer_.find(op.correlation_id);
     if (*c == kNone) {
       put(out_, kNoCall);
@@ -355,16 +355,11 @@ void TraceStream::find_enqueuers(const EventLog& window, const std::vector<char>
   }
 }
 
-void TraceStream::put_name(const std::string& name) {
-  // Runs of one kernel are common: the last name is compared before hashing this one.
-  if (last_name_ && last_name_->first == name) {
-    put(out_, uint64_t{last_name_->second});
-    return;
-  }
+void TraceStream::put_name(const KernelName& name) {
+  // Interned names (analysis/kernel_name.h): a lookup by pointer.
   const auto [it, made] = op_names_.try_emplace(name, static_cast<uint32_t>(op_names_.size()));
-  last_name_ = &*it;
   put(out_, uint64_t{it->second});
-  if (made) put(out_, name);
+  if (made) put(out_, name.str());
 }
 
 void TraceStream::spill(size_t above) {

@@ -66,7 +66,7 @@ class TraceStream : public EventSink, public ReleaseSink {
   uint32_t lane_of(const ApiCall& c) const;
   void find_enqueuers(const EventLog& window, const std::vector<char>& keep);
   static constexpr uint32_t kNone = ~uint32_t{0};
-  void put_name(const std::string& name);
+  void put_name(const KernelName& name);
   void spill(size_t above);  // writes the buffered records out once there are more than `above` bytes
 
   // The last record's times, correlation ids and stream: the next one's are written as differences from them.
@@ -88,8 +88,7 @@ class TraceStream : public EventSink, public ReleaseSink {
   std::FILE* file_ = nullptr;
   std::string out_;  // records not written to file_ yet
   Previous sent_;
-  std::unordered_map<std::string, uint32_t> op_names_;                 // the kernels' names, numbered as met
-  const std::pair<const std::string, uint32_t>* last_name_ = nullptr;  // the last one written
+  std::unordered_map<KernelName, uint32_t> op_names_;  // the kernels' names, numbered as met
   FlatMap<uint32_t> enqueuer_;  // ops_released(): the call that enqueued each op let go, kept from step to step
   std::string path_, error_;
   std::vector<std::string> api_names_;

@@ -57,7 +57,7 @@ struct Analyzer::Index {
       for (size_t i = 0; i < log_->ops.size(); ++i) {
         if (log_->ops[i].kind != GpuOpKind::Sync) by_end_.push_back(i);
       }
-      const std::vector<GpuOp>& ops = log_->ops;
+      const OpVector& ops = log_->ops;
       std::stable_sort(by_end_.begin(), by_end_.end(),
                        [&](size_t a, size_t b) { return ops[a].end_ns < ops[b].end_ns; });
       by_end_built_ = true;

@@ -89,8 +89,8 @@ class Analyzer {
   const EventLog* log_of_step_ = nullptr;  // the window, during step()
   Persistent state_;
   std::unique_ptr<Index> idx_;
-  std::vector<CallState> calls_;  // per window call
-  size_t described_ = 0;          // calls_[0, described_) are described
+  std::vector<CallState, EventAllocator<CallState>> calls_;  // per window call (event memory: events.h)
+  size_t described_ = 0;                                     // calls_[0, described_) are described
   Analysis counts_;
 };
 

@@ -15,7 +15,7 @@ bool gets_several_records(const ApiCall& c) {
   return c.call.api == rules::ApiKind::GraphLaunch || (c.call.api == rules::ApiKind::Copy && c.flags > 1);
 }
 
-void AwaitedRecords::add_calls(const std::vector<ApiCall>& calls) {
+void AwaitedRecords::add_calls(const CallVector& calls) {
   for (const ApiCall& c : calls) {
     if (!expects_work_record(c)) continue;
     Awaited a;
@@ -67,7 +67,7 @@ void AwaitedRecords::unlist(uint64_t key, uint32_t stream) {
   if (s->second.empty()) several_.erase(s);
 }
 
-void AwaitedRecords::add_records(const std::vector<GpuOp>& ops) {
+void AwaitedRecords::add_records(const OpVector& ops) {
   for (const GpuOp& op : ops) {
     if (op.kind == GpuOpKind::Sync) continue;  // marks a wait, not enqueued work
     uint64_t key = op.correlation_id;

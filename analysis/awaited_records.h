@@ -47,8 +47,8 @@ class AwaitedRecords {
   // A round's batch: its calls first (any order), then the records it brought (any order). A record may come
   // before its call (the call was still in flight when the round took the threads' calls): kept kEarlyRounds
   // rounds for it.
-  void add_calls(const std::vector<ApiCall>& calls);
-  void add_records(const std::vector<GpuOp>& ops);
+  void add_calls(const CallVector& calls);
+  void add_records(const OpVector& ops);
   // After a flush at `flushed_ns`, the last forced one at `forced_ns`: the start of the oldest awaited call,
   // `flushed_ns` when none is, never before `forced_ns`. Gives up on the calls awaited kRecordOverdueNs before
   // `forced_ns`.

@@ -5,7 +5,7 @@
 
 namespace asynccheck {
 
-void CorrelationIndex::build(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops, bool work_only) {
+void CorrelationIndex::build(const CallVector& calls, const OpVector& ops, bool work_only) {
   // Sized to the ids it will hold (a runtime call's nested driver call often has the call's own id), at most half
   // full: the table is as large as the window and chunk, so twice that room was megabytes held for nothing.
   size_t ids = calls.size();
@@ -37,7 +37,7 @@ int64_t CorrelationIndex::call_of(uint64_t correlation_id) const {
   return call == nullptr ? kNone : *call;
 }
 
-int64_t first_work_op(std::span<const uint32_t> own, const std::vector<GpuOp>& ops) {
+int64_t first_work_op(std::span<const uint32_t> own, const OpVector& ops) {
   int64_t best = CorrelationIndex::kNone;
   for (uint32_t oi : own) {
     const GpuOp& op = ops[oi];

@@ -20,11 +20,9 @@ class CorrelationIndex {
   // `work_only`: leave synchronization records out of ops_of() (they mark waits, not enqueued work); producer()
   // answers for every op either way.
   CorrelationIndex() = default;
-  CorrelationIndex(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops, bool work_only) {
-    build(calls, ops, work_only);
-  }
+  CorrelationIndex(const CallVector& calls, const OpVector& ops, bool work_only) { build(calls, ops, work_only); }
   // Indexes `calls` and `ops` anew, reusing the memory of the previous ones.
-  void build(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops, bool work_only);
+  void build(const CallVector& calls, const OpVector& ops, bool work_only);
 
   static constexpr int64_t kNone = -1;
   // The call with this correlation id (its own or its nested driver call's), or kNone. When two calls claim one
@@ -49,6 +47,6 @@ class CorrelationIndex {
 // start, of those the one that ends last, then the lowest stream id; an untimed one only if all are. Not the first in the log: graph nodes that start
 // together come in the order CUPTI delivered their records, which compaction in rounds changes. kNone if it has no
 // work op (synchronization records are skipped).
-int64_t first_work_op(std::span<const uint32_t> own, const std::vector<GpuOp>& ops);
+int64_t first_work_op(std::span<const uint32_t> own, const OpVector& ops);
 
 }  // namespace asynccheck

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/capture_range.h"
+#include "analysis/event_memory.h"
 #include "analysis/kernel_name.h"
 #include "rules/api_traits.h"
 #include "rules/call.h"
@@ -56,6 +57,11 @@ struct ApiCall {
 // them in an 8-thread flood): the flags fill the padding after `domain` rather than add a word at the end.
 static_assert(sizeof(ApiCall) <= 136, "ApiCall grew: every buffered call pays for it");
 
+// Every vector of calls and of GPU work, from the program's threads' buffers to the analysis' window, keeps its
+// elements in the event memory (event_memory.h): one cache of large blocks for every thread, instead of malloc's
+// arenas, each keeping the holes of the vectors another thread freed.
+using CallVector = std::vector<ApiCall, EventAllocator<ApiCall>>;
+
 // Migration: a unified-memory transfer (managed memory paged in or out: CUPTI's unified-memory counters), enqueued
 // by no call; copy_kind says its direction (1 host to device, 2 device to host), bytes how much moved.
 enum class GpuOpKind : uint8_t { Memcpy, Memset, Kernel, Sync, Migration };
@@ -82,6 +88,7 @@ struct GpuOp {
 };
 // As ApiCall: the backlog and the window hold a flood's operations by the hundred thousand, copied at every merge.
 static_assert(sizeof(GpuOp) <= 64 && std::is_trivially_copyable_v<GpuOp>, "GpuOp grew: every buffered op pays for it");
+using OpVector = std::vector<GpuOp, EventAllocator<GpuOp>>;  // as CallVector
 
 // The order of a log's calls: by start, then by correlation id (CUPTI numbers calls as they are made). Calls of two
 // threads may start in the same nanosecond; which comes first decides, e.g., which launch of a function is its
@@ -216,8 +223,8 @@ struct Carried {
 struct EventLog {
   RunInfo run;
   std::vector<std::string> api_names;  // ApiCall::name indexes this
-  std::vector<ApiCall> calls;          // in order of API entry
-  std::vector<GpuOp> ops;
+  CallVector calls;                    // in order of API entry
+  OpVector ops;
   std::vector<Mark> marks;
   std::vector<Module> modules;
   std::vector<Stack> stacks;           // stack id N is stacks[N - 1]

@@ -13,15 +13,15 @@ namespace {
 // Moves [begin, until) out of `v`: the whole vector when that is all of it (no copy). Otherwise the smaller part
 // moves to a vector of its own: a round a little over a chunk (the common case: the threads append while a round
 // is taken) then copies its few last calls, not a chunk's worth beside the backlog that still holds them.
-template <typename T>
-std::vector<T> take_front(std::vector<T>& v, typename std::vector<T>::iterator until) {
+template <typename Vector>
+Vector take_front(Vector& v, typename Vector::iterator until) {
   if (until == v.end()) return std::exchange(v, {});
   if (until - v.begin() < v.end() - until) {
-    std::vector<T> front(std::make_move_iterator(v.begin()), std::make_move_iterator(until));
+    Vector front(std::make_move_iterator(v.begin()), std::make_move_iterator(until));
     v.erase(v.begin(), until);
     return front;
   }
-  std::vector<T> rest(std::make_move_iterator(until), std::make_move_iterator(v.end()));
+  Vector rest(std::make_move_iterator(until), std::make_move_iterator(v.end()));
   v.erase(until, v.end());
   return std::exchange(v, std::move(rest));
 }
@@ -46,7 +46,7 @@ AnalysisFeed::AnalysisFeed(const StreamingOptions& options, const rules::Environ
       analysis_(options, env),
       max_backlog_(max_backlog == 0 ? 0 : std::max<size_t>(2, max_backlog)) {}  // shedding keeps half: at least 1
 
-void AnalysisFeed::remember_launches(const std::vector<ApiCall>& calls) {
+void AnalysisFeed::remember_launches(const CallVector& calls) {
   for (const ApiCall& c : calls) {
     if (c.call.api == rules::ApiKind::KernelLaunch) launched_.insert(c.function);
   }
@@ -176,7 +176,7 @@ void AnalysisFeed::shed() {
 // calls, and a set's node per id was that many allocations a round on the analysis thread.
 void AnalysisFeed::drop_orphan_work() {
   std::vector<uint64_t> ids;
-  auto add_ids = [&](const std::vector<ApiCall>& calls) {
+  auto add_ids = [&](const CallVector& calls) {
     for (const ApiCall& c : calls) {
       ids.push_back(c.correlation_id);
       if (c.driver_correlation_id != 0) ids.push_back(c.driver_correlation_id);
@@ -219,8 +219,8 @@ void AnalysisFeed::lose() {
   count_shed_locked(lost, /*lost=*/lost);
 }
 
-void AnalysisFeed::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks,
-                       uint64_t delivered_ns, uint64_t calls_before_ns) {
+void AnalysisFeed::add(CallVector calls, OpVector ops, std::vector<Mark> marks, uint64_t delivered_ns,
+                       uint64_t calls_before_ns) {
   const auto t0 = std::chrono::steady_clock::now();
   // The collecting side's own work, outside the locks: the records horizon, and the round sorted (merge_into then
   // finds it so).
@@ -234,7 +234,7 @@ void AnalysisFeed::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::
     }
   }
   last_delivered_ns_ = std::max(last_delivered_ns_, delivered_ns);
-  std::vector<GpuOp> untimed;
+  OpVector untimed;
   if (std::any_of(ops.begin(), ops.end(), untimed_op)) {  // rare: no pass that moves every op otherwise
     const auto from = std::stable_partition(ops.begin(), ops.end(), [](const GpuOp& op) { return !untimed_op(op); });
     untimed.assign(std::make_move_iterator(from), std::make_move_iterator(ops.end()));
@@ -275,7 +275,7 @@ uint64_t AnalysisFeed::records_before(uint64_t flushed_ns, uint64_t forced_ns) {
 // common case, no untimed work, costs nothing; otherwise one pass over the calls held, looked up among the
 // few untimed operations' ids (sorting the ids of every call held, each round and chunk, cost more than the
 // analysis once a flood filled the backlog).
-std::vector<GpuOp> AnalysisFeed::release_untimed(bool all) {
+OpVector AnalysisFeed::release_untimed(bool all) {
   if (untimed_.empty()) return {};
   // Whether each untimed op's call is in the analysis, or still in the backlog: work of a call in the backlog waits
   // for it however long (released without it, it would be no one's work there and be let go, and its call, when it
@@ -286,7 +286,7 @@ std::vector<GpuOp> AnalysisFeed::release_untimed(bool all) {
     wanted.reserve(untimed_.size());
     for (size_t i = 0; i < untimed_.size(); ++i) wanted.emplace_back(untimed_[i].first.correlation_id, i);
     std::sort(wanted.begin(), wanted.end());
-    auto mark = [&](const std::vector<ApiCall>& calls, std::vector<uint8_t>& found) {
+    auto mark = [&](const CallVector& calls, std::vector<uint8_t>& found) {
       for (const ApiCall& c : calls) {
         for (uint64_t id : {c.correlation_id, c.driver_correlation_id}) {
           if (id == 0) continue;
@@ -300,7 +300,7 @@ std::vector<GpuOp> AnalysisFeed::release_untimed(bool all) {
     mark(analysis_.window().calls, in_analysis);
     mark(backlog_calls_, in_backlog);
   }
-  std::vector<GpuOp> released;
+  OpVector released;
   size_t out = 0;
   for (size_t i = 0; i < untimed_.size(); ++i) {
     auto& [op, rounds] = untimed_[i];
@@ -313,7 +313,7 @@ std::vector<GpuOp> AnalysisFeed::release_untimed(bool all) {
   }
   untimed_.resize(out);
   if (released.empty()) return {};
-  std::vector<GpuOp> for_sink;
+  OpVector for_sink;
   if (sink_) for_sink = released;
   analysis_.add({}, std::move(released));
   return for_sink;
@@ -321,7 +321,7 @@ std::vector<GpuOp> AnalysisFeed::release_untimed(bool all) {
 
 // Written once the backlog's lock is let go (the collecting side does not wait for a recording's write), still
 // under the analysis' (the sinks are written one call at a time, in the analysis' order).
-void AnalysisFeed::write_sink(std::vector<ApiCall> calls, std::vector<GpuOp> ops) {
+void AnalysisFeed::write_sink(CallVector calls, OpVector ops) {
   if (!sink_) return;
   if (!calls.empty() || !ops.empty()) sink_->take(std::move(calls), std::move(ops));
 }
@@ -337,23 +337,23 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   const size_t chunk = backlog_calls_.size() > 2 * chunk_calls_ ? 2 * chunk_calls_ : chunk_calls_;
   const size_t k = std::min(chunk, backlog_calls_.size());
   const uint64_t next = k < backlog_calls_.size() ? backlog_calls_[k].start_ns : UINT64_MAX;
-  std::vector<ApiCall> calls = take_front(backlog_calls_, backlog_calls_.begin() + static_cast<std::ptrdiff_t>(k));
+  CallVector calls = take_front(backlog_calls_, backlog_calls_.begin() + static_cast<std::ptrdiff_t>(k));
   // Every record that came: a call's description reads its own work, which may start after later calls began (queued
   // work). The window keeps work until every call that may read it was judged (streaming.h).
-  std::vector<GpuOp> ops = std::exchange(backlog_ops_, {});
+  OpVector ops = std::exchange(backlog_ops_, {});
   remember_launches(calls);
   // The chunk is in the analysis before the backlog is let go: the collecting side never sees its calls in neither.
   // A sink gets a copy, written once the backlog's lock is let go.
   std::lock_guard alock(analysis_mu_);
   hand_over_counts();
-  std::vector<ApiCall> sink_calls;
-  std::vector<GpuOp> sink_ops;
+  CallVector sink_calls;
+  OpVector sink_ops;
   if (sink_) {
     sink_calls = calls;
     sink_ops = ops;
   }
   analysis_.add(std::move(calls), std::move(ops));
-  std::vector<GpuOp> released = release_untimed(false);
+  OpVector released = release_untimed(false);
   const bool drained = backlog_calls_.empty();
   lock.unlock();
   write_sink(std::move(sink_calls), std::move(sink_ops));
@@ -374,8 +374,7 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   st.peak_window_calls = std::max(st.peak_window_calls, st.kept_calls);
 }
 
-StreamingAnalysis::Result AnalysisFeed::finish(std::vector<ApiCall> calls, std::vector<GpuOp> ops,
-                                               std::vector<Mark> marks) {
+StreamingAnalysis::Result AnalysisFeed::finish(CallVector calls, OpVector ops, std::vector<Mark> marks) {
   std::lock_guard lock(mu_);
   std::lock_guard alock(analysis_mu_);
   merge_into(backlog_calls_, std::move(calls), by_start_call);

@@ -82,9 +82,9 @@ bool on_legacy_stream(const ApiCall& c);
 class EventSink {
  public:
   virtual ~EventSink() = default;
-  virtual void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) = 0;
+  virtual void write(const CallVector& calls, const OpVector& ops) = 0;
   // The same, the events the sink's to keep (a copy made for it): a sink that hands them to another thread moves them.
-  virtual void take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) { write(calls, ops); }
+  virtual void take(CallVector&& calls, OpVector&& ops) { write(calls, ops); }
   // The run is ending: the analysis' threads stopped, what is left comes now (AnalysisFeed::finish).
   virtual void finishing() {}
   // The analysis advanced to `horizon_ns` (with `margin_ns`: streaming.h) after the events given so far, with these
@@ -113,8 +113,7 @@ class AnalysisFeed {
   // batch's time counts as late (stats). `calls_before_ns`: every call that started before it has been added (or
   // counted with count_shed): the capture's horizon; newer than `delivered_ns` when the last flush was not forced
   // (flush_period).
-  void add(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks, uint64_t delivered_ns,
-           uint64_t calls_before_ns);
+  void add(CallVector calls, OpVector ops, std::vector<Mark> marks, uint64_t delivered_ns, uint64_t calls_before_ns);
   bool has_backlog() const { return backlog_size() != 0; }
   // When the backlog's oldest call started (UINT64_MAX when empty).
   uint64_t backlog_front_ns() const;
@@ -135,7 +134,7 @@ class AnalysisFeed {
   void count_shed(uint64_t calls, uint64_t lost = 0);
   // Analyzes the backlog and `calls` and `ops` (the rest: what the threads and CUPTI still held), judges everything.
   // run.unanalyzed_calls says how many were shed, run.complete whether calls were lost.
-  StreamingAnalysis::Result finish(std::vector<ApiCall> calls, std::vector<GpuOp> ops, std::vector<Mark> marks);
+  StreamingAnalysis::Result finish(CallVector calls, OpVector ops, std::vector<Mark> marks);
 
   FeedStats stats() const;
   // The capture's own part of a round (FeedStats::flush_ns, take_ns).
@@ -163,9 +162,9 @@ class AnalysisFeed {
   // The backlog's side, under mu_ (taken before analysis_mu_ when both are). What the collecting thread counted for
   // the analysis (marks, calls and work not analyzed) waits here for the next chunk to hand it over.
   mutable std::mutex mu_;
-  bool complete_ = true;                // false once calls were lost (lose())
-  std::vector<ApiCall> backlog_calls_;  // added, not yet analyzed, sorted by start
-  std::vector<GpuOp> backlog_ops_;
+  bool complete_ = true;      // false once calls were lost (lose())
+  CallVector backlog_calls_;  // added, not yet analyzed, sorted by start
+  OpVector backlog_ops_;
   std::vector<Mark> marks_;
   bool marks_new_ = false;
   uint64_t unanalyzed_calls_ = 0, unanalyzed_ops_ = 0;
@@ -187,15 +186,15 @@ class AnalysisFeed {
   template <typename Drop>
   size_t shed_oldest(size_t down_to, Drop drop);
   void drop_orphan_work();
-  void remember_launches(const std::vector<ApiCall>& calls);
+  void remember_launches(const CallVector& calls);
 
   // Work CUPTI delivered untimed (start and end 0: cupti/activity.cpp): sorted by start it would go into the
   // analysis' window ahead of the call that enqueued it, be dropped there as nobody's work, and that call would then
   // wait for its record forever (kept in every round: 1.19M calls after 24 minutes of a run with untimed work).
   // It waits here instead until its call is in the analysis, at most kUntimedRounds rounds (a call shed or not
   // watched never comes); `second` counts the rounds it waited.
-  std::vector<GpuOp> release_untimed(bool all);  // both locks held; returns the sink's copy of what it released
-  void write_sink(std::vector<ApiCall> calls, std::vector<GpuOp> ops);  // under the analysis' lock
+  OpVector release_untimed(bool all);               // both locks held; returns the sink's copy of what it released
+  void write_sink(CallVector calls, OpVector ops);  // under the analysis' lock
   static constexpr uint32_t kUntimedRounds = 16;
   std::vector<std::pair<GpuOp, uint32_t>> untimed_;
 

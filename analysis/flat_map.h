@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/event_memory.h"
+
 namespace asynccheck {
 
 template <typename V>
@@ -33,7 +35,7 @@ class FlatMap {
 
   // Empties the table and gives its memory back.
   void release() {
-    std::vector<Slot>().swap(slots_);
+    decltype(slots_)().swap(slots_);
     size_ = 0;
     shift_ = 60;
   }
@@ -110,7 +112,7 @@ class FlatMap {
   size_t home(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_); }
   size_t next(size_t i) const { return (i + 1) & (slots_.size() - 1); }
   void grow() {
-    std::vector<Slot> old = std::move(slots_);
+    decltype(slots_) old = std::move(slots_);
     allocate(old.empty() ? 16 : 2 * old.size());
     size_ = 0;
     for (Slot& s : old) {
@@ -124,7 +126,7 @@ class FlatMap {
     for (size_t c = cap; c > 1; c /= 2) --shift_;
   }
 
-  std::vector<Slot> slots_;
+  std::vector<Slot, EventAllocator<Slot>> slots_;  // a step's tables are as large as its window: event memory
   size_t size_ = 0;
   int shift_ = 60;  // 64 - log2(slots_.size())
 };

@@ -47,12 +47,12 @@ void append_percent_encoded(Text& o, std::string_view text) {
 
 // Appends each item's lines and writes them to `o` a block at a time: a whole log's events (write_recording) need
 // not be in memory twice.
-template <typename Item, typename Append>
-void write_in_blocks(std::ostream& o, const std::vector<Item>& items, Append append) {
+template <typename Items, typename Append>
+void write_in_blocks(std::ostream& o, const Items& items, Append append) {
   constexpr size_t kBlock = 64 * 1024;
   std::string b;
   Text t(b);
-  for (const Item& item : items) {
+  for (const auto& item : items) {
     append(t, item);
     if (t.size() >= kBlock) {
       t.flush();
@@ -518,13 +518,13 @@ void write_nvtx_ranges(std::ostream& o, const std::vector<NvtxRange>& ranges, si
   write_appended(o, [&](std::string& b) { append_nvtx_ranges(b, ranges, first); });
 }
 
-void append_events(std::string& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
+void append_events(std::string& out, const CallVector& calls, const OpVector& ops) {
   Text o(out);
   for (const ApiCall& c : calls) append_call(o, c);
   for (const GpuOp& op : ops) append_op(o, op);
 }
 
-void write_events(std::ostream& o, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
+void write_events(std::ostream& o, const CallVector& calls, const OpVector& ops) {
   write_in_blocks(o, calls, append_call);
   write_in_blocks(o, ops, append_op);
 }
@@ -571,7 +571,7 @@ void write_recording(std::ostream& o, const EventLog& log) {
 
 // The calls of a recording of events (not of judgements), or of a step's chunk, put in log order and checked. That
 // they nest is checked here unless a replay checks it (Replay::give: the chunk with the window's calls around it).
-static bool check_calls(std::vector<ApiCall>& calls, bool nesting, std::string& error) {
+static bool check_calls(CallVector& calls, bool nesting, std::string& error) {
   // A recording written as the run went (report/recording_stream.h) has its events in chunks: in log order, as the
   // analysis reads them. Not a log of judgements: its findings index the calls as they are.
   auto by_log = [](const auto& a, const auto& b) { return before_in_log(a, b); };

@@ -54,7 +54,7 @@ void write_recording(std::ostream& out, const EventLog& log);
 void write_recording_head(std::ostream& out, const RunInfo& run, const std::vector<std::string>& api_names);
 void write_stacks(std::ostream& out, const std::vector<Stack>& stacks, size_t first);
 void write_nvtx_ranges(std::ostream& out, const std::vector<NvtxRange>& ranges, size_t first);
-void write_events(std::ostream& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);
+void write_events(std::ostream& out, const CallVector& calls, const OpVector& ops);
 void write_recording_tail(std::ostream& out, const EventLog& log, size_t stacks_written, size_t nvtx_written,
                           size_t marks_written = 0);
 // The same lines appended to a string of the caller's, which the writers above write: what a live run writes for
@@ -62,7 +62,7 @@ void write_recording_tail(std::ostream& out, const EventLog& log, size_t stacks_
 // given is the whole one's from that index on (a live run asks only for the entries not written yet).
 void append_stacks(std::string& out, const std::vector<Stack>& stacks, size_t first, size_t ids_from = 0);
 void append_nvtx_ranges(std::string& out, const std::vector<NvtxRange>& ranges, size_t first, size_t ids_from = 0);
-void append_events(std::string& out, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops);
+void append_events(std::string& out, const CallVector& calls, const OpVector& ops);
 void append_step(std::string& out, const std::vector<Mark>& marks, size_t first, uint64_t horizon_ns,
                  uint64_t margin_ns);
 

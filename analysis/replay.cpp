@@ -61,7 +61,7 @@ bool Replay::give(EventLog& log, std::string& error) {
     return false;
   }
   // A call given again in a later chunk (one let go already started before what was settled: above).
-  const std::vector<ApiCall>& window = analysis_->window().calls;
+  const CallVector& window = analysis_->window().calls;
   for (const ApiCall& c : log.calls) {
     const auto at = std::lower_bound(window.begin(), window.end(), c,
                                      [](const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); });

@@ -20,7 +20,7 @@ class StreamIndex {
  public:
   static constexpr int64_t kNone = -1;
 
-  explicit StreamIndex(const std::vector<GpuOp>& ops) : ops_(ops) {
+  explicit StreamIndex(const OpVector& ops) : ops_(ops) {
     for (size_t i = 0; i < ops.size(); ++i) {
       if (ops[i].kind != GpuOpKind::Sync) by_stream_[ops[i].stream_id].push_back(i);
     }
@@ -63,7 +63,7 @@ class StreamIndex {
   }
 
  private:
-  const std::vector<GpuOp>& ops_;
+  const OpVector& ops_;
   std::unordered_map<uint32_t, std::vector<size_t>> by_stream_;
 };
 

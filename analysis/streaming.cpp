@@ -23,7 +23,7 @@ StreamingAnalysis::~StreamingAnalysis() = default;
 StreamingAnalysis::StreamingAnalysis(StreamingAnalysis&&) noexcept = default;
 StreamingAnalysis& StreamingAnalysis::operator=(StreamingAnalysis&&) noexcept = default;
 
-void StreamingAnalysis::add(std::vector<ApiCall> calls, std::vector<GpuOp> ops) {
+void StreamingAnalysis::add(CallVector calls, OpVector ops) {
   analyzer_->counts().calls_watched += calls.size();
   ops_seen_ += ops.size();
   for (const GpuOp& op : ops) {
@@ -77,7 +77,7 @@ void StreamingAnalysis::advance(uint64_t horizon_ns) {
 // One pass over the ops and one over the calls, with flat tables kept from step to step: this runs after every
 // step, over the whole window.
 void StreamingAnalysis::prune(uint64_t cutoff_ns) {
-  std::vector<GpuOp>& ops = window_.ops;
+  OpVector& ops = window_.ops;
   const bool untimed = std::any_of(ops.begin(), ops.end(), [](const GpuOp& op) { return op.start_ns == 0; });
   FlatMap<char>& open = scratch_ids_;  // correlation ids of the calls not judged yet, when untimed work needs them
   open.clear();

@@ -69,7 +69,7 @@ class StreamingAnalysis {
 
   // Calls in log order (before_in_log), none before a call described already (everything that started before the
   // horizon has come); GPU operations in any order.
-  void add(std::vector<ApiCall> calls, std::vector<GpuOp> ops);
+  void add(CallVector calls, OpVector ops);
   void set_marks(std::vector<Mark> marks);  // every mark so far (they replace the previous ones)
   // Calls and GPU operations counted but never given to us (the capture shed them: feed.h).
   void count_unanalyzed(uint64_t calls, uint64_t ops);
@@ -116,7 +116,7 @@ class StreamingAnalysis {
     Finding finding;  // evidence ops index out_ops_
   };
   std::vector<Example> examples_;
-  std::vector<GpuOp> out_ops_;
+  OpVector out_ops_;
   std::map<std::tuple<uint64_t, uint64_t, uint32_t, uint64_t, uint8_t>, uint32_t> out_op_index_;
   std::map<std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t, bool>, size_t> kept_per_key_;
   std::map<std::tuple<uint32_t, uint16_t, rules::RuleId, uint32_t>, size_t> carried_index_;

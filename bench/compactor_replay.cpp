@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
     ids.insert(log.calls[i].correlation_id);
     if (log.calls[i].driver_correlation_id != 0) ids.insert(log.calls[i].driver_correlation_id);
   }
-  std::vector<GpuOp> period_ops;
+  OpVector period_ops;
   for (const GpuOp& op : log.ops) {
     const bool ours = period_ids.count(op.correlation_id) != 0;
     const bool nobodys = !ours && head_ids.count(op.correlation_id) == 0 && op.start_ns >= t_lo && op.start_ns < t_hi;
@@ -141,13 +141,13 @@ int main(int argc, char** argv) {
   }
 
   // The stream, generated lazily: the head of the recording, then copies of the steady part.
-  std::vector<ApiCall> head(log.calls.begin(), log.calls.begin() + static_cast<std::ptrdiff_t>(lo));
-  std::vector<GpuOp> head_ops;
+  CallVector head(log.calls.begin(), log.calls.begin() + static_cast<std::ptrdiff_t>(lo));
+  OpVector head_ops;
   for (const GpuOp& op : log.ops) {
     if (head_ids.count(op.correlation_id) != 0) head_ops.push_back(op);
   }
-  std::vector<ApiCall> pending_calls;
-  std::vector<GpuOp> pending_ops;  // generated, not yet ended before a round
+  CallVector pending_calls;
+  OpVector pending_ops;  // generated, not yet ended before a round
   const bool live = std::getenv("COMPACTOR_REPLAY_LIVE") != nullptr;
   AnalysisFeed compactor(options, log.run.env, chunk);
   const char* trace_path = std::getenv("COMPACTOR_REPLAY_TRACE");
@@ -180,9 +180,9 @@ int main(int argc, char** argv) {
   const size_t behind = behind_at(period_ns, chunk, kMaxBacklog);
   uint64_t last_forced = 0, records = 0;
   size_t forced_rounds = 0;
-  std::vector<GpuOp> held;  // ended, not yet delivered
+  OpVector held;  // ended, not yet delivered
   auto round = [&](uint64_t now) {
-    std::vector<ApiCall> calls;
+    CallVector calls;
     if (live) {  // as the capture takes them: a copy, the thread's buffer kept for the next round
       calls.assign(pending_calls.begin(), pending_calls.end());
       pending_calls.clear();
@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
     // As the capture takes them: each thread's buffer after the other's (each in the order its calls returned).
     std::stable_sort(calls.begin(), calls.end(),
                      [](const ApiCall& a, const ApiCall& b) { return a.thread < b.thread; });
-    std::vector<GpuOp> ops;
+    OpVector ops;
     const size_t backlog = compactor.backlog_size();
     const bool forced = force_flush(now, records, period_ns, backlog, kMaxBacklog,
                                     backlog >= kMaxBacklog / 2 ? compactor.backlog_front_ns() : 0) ||

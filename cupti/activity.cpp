@@ -27,7 +27,7 @@ struct State {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Completed> ready;  // handed off by bufferCompleted, not yet decoded
-  std::vector<GpuOp> ops;       // decoded
+  OpVector ops;                 // decoded
   std::string device;
   uint64_t dropped = 0;
   uint64_t untimed = 0;     // work CUPTI delivered without timestamps (count_untimed)
@@ -78,7 +78,7 @@ bool keep_spare(uint8_t* buffer) {
 
 }  // namespace
 
-uint64_t count_untimed(const std::vector<GpuOp>& ops) {
+uint64_t count_untimed(const OpVector& ops) {
   uint64_t n = 0;
   for (const GpuOp& op : ops) n += op.kind != GpuOpKind::Sync && op.start_ns == 0;
   return n;
@@ -139,7 +139,7 @@ void worker() {
     Completed c = s.ready.front();
     s.ready.pop_front();
     lock.unlock();
-    std::vector<GpuOp> ops;
+    OpVector ops;
     std::string device;
     decode_buffer(c.buffer, c.valid, ops, &device);
     if (c.buffer != nullptr && !(c.size == s.buffer_bytes && keep_spare(c.buffer))) munmap(c.buffer, c.size);
@@ -173,7 +173,7 @@ static void enable_migrations() {
   }
 }
 
-void decode_buffer(const uint8_t* buffer, size_t valid, std::vector<GpuOp>& out, std::string* device) {
+void decode_buffer(const uint8_t* buffer, size_t valid, OpVector& out, std::string* device) {
   CUpti_Activity* record = nullptr;
   while (cuptiActivityGetNextRecord(const_cast<uint8_t*>(buffer), valid, &record) == CUPTI_SUCCESS) {
     GpuOp op;
@@ -344,7 +344,7 @@ void flush_activity(bool forced) {
   s.cv.wait(lock, [&] { return s.decoded >= target; });
 }
 
-std::vector<GpuOp> take_ops() {
+OpVector take_ops() {
   State& s = state();
   std::lock_guard lock(s.mu);
   return std::move(s.ops);

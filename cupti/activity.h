@@ -27,13 +27,13 @@ void flush_activity(bool forced = true);
 void flush_health(Health& h);
 
 // Moves the decoded operations out (after flush_activity). Also returns the device name seen, if any.
-std::vector<GpuOp> take_ops();
+OpVector take_ops();
 std::string device_name();
 uint64_t dropped_records();
 
 // GPU work (kernels, copies, memsets) in `ops` that CUPTI delivered without timestamps (start 0): what it does
 // when it has no device buffer left for them (device_buffers); evidence that involves them is incomplete.
-uint64_t count_untimed(const std::vector<GpuOp>& ops);
+uint64_t count_untimed(const OpVector& ops);
 // How many such operations came so far.
 uint64_t untimed_records();
 
@@ -42,6 +42,6 @@ uint64_t untimed_records();
 size_t spare_slots(size_t buffer_bytes);
 
 // Decodes one buffer of activity records (exposed for tests with fabricated records).
-void decode_buffer(const uint8_t* buffer, size_t valid_size, std::vector<GpuOp>& out, std::string* device);
+void decode_buffer(const uint8_t* buffer, size_t valid_size, OpVector& out, std::string* device);
 
 }  // namespace asynccheck::cupti

@@ -292,7 +292,7 @@ StreamingAnalysis::Result finish() {
   cupti::stop_callbacks();
   cupti::flush_activity();
   cupti::flush_health(health);
-  std::vector<GpuOp> ops = cupti::take_ops();
+  OpVector ops = cupti::take_ops();
   std::vector<ThreadLog*> threads;
   std::vector<Mark> marks;
   if (lock_within(g.mu)) {
@@ -302,7 +302,7 @@ StreamingAnalysis::Result finish() {
   } else {
     complete = false;
   }
-  std::vector<ApiCall> calls;
+  CallVector calls;
   uint64_t shed = 0;
   for (ThreadLog* t : threads) {
     if (t->open.load(std::memory_order_relaxed) > 0) complete = false;  // a call in flight: not in the report

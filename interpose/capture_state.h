@@ -24,7 +24,7 @@ namespace asynccheck::capture {
 // has exited are still reported.
 struct ThreadLog {
   std::mutex mu;  // taken by its own thread on each append (uncontended) and by finish()
-  std::vector<ApiCall> calls;
+  CallVector calls;
   uint32_t thread = 0;
   // Watched calls this thread has entered and not yet left, for finish(): a call in flight when another thread
   // ends the process is missing from the report. Written only by its own thread (a store, no read-modify-write).
@@ -43,7 +43,7 @@ struct ThreadLog {
   // thread fills afresh each round costs it a page fault every 28 calls (~35 faults per 1000 calls in
   // bench/api_calls on the H200); this one's pages stay mapped. Only the collecting thread touches it (the swap
   // into `calls` is under mu).
-  std::vector<ApiCall> spare;
+  CallVector spare;
 };
 
 struct Global {

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "analysis/analyze.h"
+#include "analysis/event_memory.h"
 #include "analysis/monitoring.h"
 #include "analysis/recording.h"
 #include "common/signals_blocked.h"
@@ -201,6 +202,7 @@ std::string stats_line(const EventLog& log) {
   getrusage(RUSAGE_SELF, &ru);
   std::ostringstream o;
   using report::counted;
+  const event_memory::Stats em = event_memory::stats();
   o << "stats: " << counted(log.calls.size(), "call") << " and " << counted(log.ops.size(), "GPU operation")
     << " kept for the report, " << counted(log.carried.calls, "call") << " and "
     << counted(log.carried.ops, "operation") << " judged and let go; " << counted(st.rounds, "round") << " ("
@@ -217,7 +219,9 @@ std::string stats_line(const EventLog& log) {
     << counted(st.awaited_records, "call") << " waiting for their work's record at the last round, "
     << counted(st.overdue_records, "record") << " given up on (10 s overdue); "
     << counted(capture::stacks_walked(), "call stack") << " walked; "
-    << counted(cupti::untimed_records(), "GPU operation") << " untimed; peak RSS of the process " << ru.ru_maxrss / 1024
+    << counted(cupti::untimed_records(), "GPU operation") << " untimed; event memory "
+    << em.mapped_bytes / (1024 * 1024) << " MiB mapped (" << em.cached_bytes / (1024 * 1024) << " MiB cached), "
+    << em.maps << " mappings made, " << em.reuses << " reused; peak RSS of the process " << ru.ru_maxrss / 1024
     << " MiB";
   return o.str();
 }

@@ -18,8 +18,8 @@ namespace asynccheck::report {
 
 struct RecordingStream::Writer {
   struct Batch {
-    std::vector<ApiCall> calls;
-    std::vector<GpuOp> ops;
+    CallVector calls;
+    OpVector ops;
     // A step the analysis took after these events (none: `step` false), with the marks not queued before.
     bool step = false;
     uint64_t horizon_ns = 0, margin_ns = 0;
@@ -98,11 +98,9 @@ bool RecordingStream::open(const std::string& path, bool overwrite, const RunInf
   return true;
 }
 
-void RecordingStream::write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
-  take(std::vector<ApiCall>(calls), std::vector<GpuOp>(ops));
-}
+void RecordingStream::write(const CallVector& calls, const OpVector& ops) { take(CallVector(calls), OpVector(ops)); }
 
-void RecordingStream::take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) {
+void RecordingStream::take(CallVector&& calls, OpVector&& ops) {
   Writer& w = *w_;
   const size_t events = calls.size() + ops.size();
   std::unique_lock lock(w.mu);

@@ -55,8 +55,8 @@ class RecordingStream : public EventSink {
   // is what came before, said incomplete, with the calls and operations left out counted (close()). After
   // finishing(), no wait: close() bounds the rest. Calls whose stack or NVTX range was not written yet (the tables
   // could not be read in time) are written without one.
-  void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) override;  // copies them
-  void take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) override;
+  void write(const CallVector& calls, const OpVector& ops) override;  // copies them
+  void take(CallVector&& calls, OpVector&& ops) override;
   void finishing() override;
   // The step after the events queued so far, and the marks not written yet (recording.h: `step`), queued without a
   // wait; none after the recording was cut.

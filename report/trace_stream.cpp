@@ -158,13 +158,13 @@ uint32_t TraceStream::key_of(const ApiCall& c, rules::RuleId rule) {
 // Each thread's calls are placed in order of start, the longest first among equal starts. The feed's calls are in
 // order of start: they are sorted only when two start together the other way round (a thread's lanes are its own, so
 // the threads' calls may be placed interleaved).
-void TraceStream::write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
+void TraceStream::write(const CallVector& calls, const OpVector& ops) {
   if (next_) next_->write(calls, ops);
   place_all(calls);
 }
 
 // The copy the feed made goes on to the recording (which keeps it) once the calls are placed.
-void TraceStream::take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) {
+void TraceStream::take(CallVector&& calls, OpVector&& ops) {
   place_all(calls);
   if (next_) next_->take(std::move(calls), std::move(ops));
 }
@@ -177,7 +177,7 @@ void TraceStream::advanced(uint64_t horizon_ns, uint64_t margin_ns, const std::v
   if (next_) next_->advanced(horizon_ns, margin_ns, marks);
 }
 
-void TraceStream::place_all(const std::vector<ApiCall>& calls) {
+void TraceStream::place_all(const CallVector& calls) {
   auto before = [](const ApiCall& x, const ApiCall& y) {
     return std::make_pair(x.start_ns, ~end_of(x.start_ns, x.end_ns)) <
            std::make_pair(y.start_ns, ~end_of(y.start_ns, y.end_ns));

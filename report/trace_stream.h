@@ -37,8 +37,8 @@ class TraceStream : public EventSink, public ReleaseSink {
   void chain(EventSink* next) { next_ = next; }
 
   // EventSink: the calls as the analysis is given them, in start order: each is placed on a lane of its thread.
-  void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) override;
-  void take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) override;
+  void write(const CallVector& calls, const OpVector& ops) override;
+  void take(CallVector&& calls, OpVector&& ops) override;
   void finishing() override;
   void advanced(uint64_t horizon_ns, uint64_t margin_ns, const std::vector<Mark>& marks) override;
   // ReleaseSink.
@@ -60,7 +60,7 @@ class TraceStream : public EventSink, public ReleaseSink {
   }
   uint32_t key_of(const ApiCall& c, rules::RuleId rule);
   void place(const ApiCall& c);  // on a lane of its thread
-  void place_all(const std::vector<ApiCall>& calls);
+  void place_all(const CallVector& calls);
   void see(uint64_t t);
   std::string label(const ApiCall& c) const;
   uint32_t lane_of(const ApiCall& c) const;

@@ -43,8 +43,8 @@ inline std::pair<uint64_t, uint64_t> span_of(const EventLog& log) {
 }
 
 struct Delivered {
-  std::vector<ApiCall> calls;
-  std::vector<GpuOp> ops;
+  CallVector calls;
+  OpVector ops;
   uint64_t time = 0, horizon = 0;  // horizon: the round's time, or the start of a call still open then
 };
 

@@ -34,14 +34,14 @@ constexpr uint64_t kMargin = 200'000;  // ns
 // Counts what it is given, as a recording would keep it (take) or a trace read it (write).
 class CountingSink : public EventSink {
  public:
-  void write(const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) override {
+  void write(const CallVector& calls, const OpVector& ops) override {
     std::lock_guard lock(mu_);
     for (const ApiCall& c : calls) ++calls_[{c.start_ns, c.correlation_id}];
     for (const GpuOp& o : ops) ++ops_[{o.start_ns, o.correlation_id}];
   }
-  void take(std::vector<ApiCall>&& calls, std::vector<GpuOp>&& ops) override {
-    const std::vector<ApiCall> c = std::move(calls);
-    const std::vector<GpuOp> o = std::move(ops);
+  void take(CallVector&& calls, OpVector&& ops) override {
+    const CallVector c = std::move(calls);
+    const OpVector o = std::move(ops);
     write(c, o);
   }
   // What of `log` it was not given exactly once.

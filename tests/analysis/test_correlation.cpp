@@ -23,8 +23,8 @@ GpuOp op(uint64_t corr, GpuOpKind kind = GpuOpKind::Kernel) {
 
 TEST(CorrelationIndex, OwnAndNestedDriverIdsFindTheCallTheFirstCallWinsAndSyncRecordsAreOptional) {
   // Call 2's own id is call 0's nested driver id: the first call in the log's order owns it.
-  const std::vector<ApiCall> calls{call(5, 9), call(7), call(9)};
-  const std::vector<GpuOp> ops{op(5), op(9), op(7), op(42), op(7, GpuOpKind::Sync), op(9, GpuOpKind::Memcpy)};
+  const CallVector calls{call(5, 9), call(7), call(9)};
+  const OpVector ops{op(5), op(9), op(7), op(42), op(7, GpuOpKind::Sync), op(9, GpuOpKind::Memcpy)};
   for (bool work_only : {true, false}) {
     const CorrelationIndex idx(calls, ops, work_only);
     EXPECT_EQ(idx.call_of(5), 0);

@@ -464,7 +464,7 @@ void write_nvtx_ranges(std::ostream& o, const std::vector<NvtxRange>& ranges, si
   }
 }
 
-void write_events(std::ostream& o, const std::vector<ApiCall>& calls, const std::vector<GpuOp>& ops) {
+void write_events(std::ostream& o, const CallVector& calls, const OpVector& ops) {
   for (const ApiCall& c : calls) reference::write_call(o, c);
   for (const GpuOp& op : ops) reference::write_op(o, op);
 }

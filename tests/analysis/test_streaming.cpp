@@ -376,7 +376,7 @@ TEST(StreamingAnalysis, KeepsEachKernelsEarliestOperationWhicheverComesFirst) {
     return a.finish().log.ops;
   };
   for (const bool later_first : {false, true}) {
-    const std::vector<GpuOp> ops = kept(later_first);
+    const OpVector ops = kept(later_first);
     ASSERT_EQ(ops.size(), 2u) << later_first;
     EXPECT_EQ(ops[0].start_ns, 1'000u) << later_first;  // k's earliest, first in log order
     EXPECT_EQ(ops[0].name, "k");
@@ -621,9 +621,7 @@ TEST(RecordingStream, AWriterThatFallsBehindStopsTheRecordingAndSaysWhere) {
       },
       error))
       << error;
-  auto calls = [&](size_t from) {
-    return std::vector<ApiCall>(b.log.calls.begin() + from, b.log.calls.begin() + from + 2);
-  };
+  auto calls = [&](size_t from) { return CallVector(b.log.calls.begin() + from, b.log.calls.begin() + from + 2); };
   stream.write(calls(0), {});  // 2 of 4 waiting (the writer holds it)
   stream.write(calls(2), {});  // 4 of 4
   stream.write(calls(4), {});  // no room within 50 ms: left out
@@ -659,8 +657,8 @@ TEST(RecordingStream, WhatTheEndBringsIsNotCut) {
   std::string error, warning;
   ASSERT_TRUE(stream.open(out.string(), true, b.log.run, b.log.api_names, nullptr, error)) << error;
   stream.finishing();
-  stream.write(std::vector<ApiCall>(b.log.calls.begin(), b.log.calls.begin() + 4), {});
-  stream.write(std::vector<ApiCall>(b.log.calls.begin() + 4, b.log.calls.end()), {});
+  stream.write(CallVector(b.log.calls.begin(), b.log.calls.begin() + 4), {});
+  stream.write(CallVector(b.log.calls.begin() + 4, b.log.calls.end()), {});
   ASSERT_TRUE(stream.close(b.log, error, warning)) << error;
   EXPECT_EQ(warning, "");
   std::ifstream in(out);
@@ -731,11 +729,11 @@ EventLog run_compactor_with_flush_period(const EventLog& log, const std::vector<
                                          bool hold_all, uint64_t margin, size_t chunk, FeedStats* stats) {
   AnalysisFeed compactor(compact_options(log, margin), log.run.env, chunk);
   uint64_t last_forced = 0;
-  std::vector<GpuOp> held;  // still in CUPTI's buffers
+  OpVector held;  // still in CUPTI's buffers
   for (size_t k = 0; k < rounds.size(); ++k) {
     const Delivered& d = rounds[k];
     const bool forced = k % forced_every == forced_every - 1 || k + 1 == rounds.size();
-    std::vector<GpuOp> ops;
+    OpVector ops;
     for (size_t i = 0; i < d.ops.size(); ++i) (forced || (!hold_all && i % 2 == 0) ? ops : held).push_back(d.ops[i]);
     if (forced) {
       ops.insert(ops.end(), held.begin(), held.end());
@@ -767,7 +765,7 @@ EventLog run_following_records(const EventLog& log, const std::vector<Delivered>
       const size_t late = rounds_late(op);
       held.emplace_back(op, late == SIZE_MAX ? SIZE_MAX : k + late);
     }
-    std::vector<GpuOp> ops;
+    OpVector ops;
     std::erase_if(held, [&](const std::pair<GpuOp, size_t>& h) {
       if (!forced && h.second > k) return false;
       ops.push_back(h.first);
@@ -1310,7 +1308,7 @@ TEST(AnalysisFeed, PastTheLimitTheWorkOfCallsAlreadyCompactedStays) {
   b.log.ops.back().end_ns = 2 * kMs + 100 * kUs;
   b.log.calls.back().end_ns = 2 * kMs + 110 * kUs;
   uint64_t t = 20 * kUs;
-  std::vector<ApiCall> first{b.log.calls[0]}, second;
+  CallVector first{b.log.calls[0]}, second;
   for (int i = 0; i < 20'000; ++i, t += 5 * kUs) {
     ApiCall& r = b.call(ApiKind::EventRecord, t, t + 2 * kUs, 0x7000);
     r.handle = 0x9000;
@@ -1445,7 +1443,7 @@ TEST(AnalysisFeed, WorkOfCallsTheCaptureShedDoesNotPileUp) {
   std::vector<Delivered> rounds = rounds_of(b.log, 1);
   // The capture kept only the calls with a stack and the stream's creation; it counted the rest (its per-thread
   // limit), but their work still comes from CUPTI.
-  std::vector<ApiCall> kept;
+  CallVector kept;
   for (const ApiCall& c : rounds[0].calls) {
     if (c.stack != 0 || c.call.api == ApiKind::StreamCreate) kept.push_back(c);
   }

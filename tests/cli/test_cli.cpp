@@ -276,7 +276,7 @@ TEST_F(Cli, ARecordingSavedAsTheRunWentIsAnalyzedInItsSteps) {
     for (size_t i = 0; i < log.calls.size(); i += 7) {  // rounds of 7 calls, each with the work that ended before
       const size_t to = std::min(i + 7, log.calls.size());
       const uint64_t now = log.calls[to - 1].end_ns;
-      std::vector<asynccheck::GpuOp> ops;
+      asynccheck::OpVector ops;
       for (const auto& op : log.ops)
         if (op.end_ns <= now && (i == 0 || op.end_ns > log.calls[i - 1].end_ns)) ops.push_back(op);
       feed.add(
@@ -284,7 +284,7 @@ TEST_F(Cli, ARecordingSavedAsTheRunWentIsAnalyzedInItsSteps) {
           ops, log.marks, now, now);
       while (feed.has_backlog()) feed.compact_chunk(now);
     }
-    std::vector<asynccheck::GpuOp> rest;
+    asynccheck::OpVector rest;
     for (const auto& op : log.ops)
       if (op.end_ns > log.calls.back().end_ns) rest.push_back(op);
     feed.finish({}, std::move(rest), log.marks);

@@ -25,7 +25,7 @@ TEST(ActivitySpares, LargerBuffersKeepAtMostSixteenMiBButAlwaysOne) {
 // Work CUPTI could not time (no device buffer left: the device_buffers option) counts as lost evidence; a
 // synchronization record is timed on the host and never counts.
 TEST(ActivityUntimed, KernelsCopiesAndMemsetsWithoutAStartCount) {
-  std::vector<GpuOp> ops(6);
+  OpVector ops(6);
   ops[0].kind = GpuOpKind::Kernel;
   ops[1].kind = GpuOpKind::Memcpy;
   ops[2].kind = GpuOpKind::Memset;

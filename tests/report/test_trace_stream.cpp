@@ -91,8 +91,8 @@ std::string streamed_trace(const EventLog& log, int rounds, size_t chunk,
   for (int k = 0; k < rounds; ++k) {
     const uint64_t time = k + 1 == rounds ? hi + 1 : lo + (hi - lo) / static_cast<uint64_t>(rounds) * (k + 1);
     uint64_t horizon = time;
-    std::vector<ApiCall> calls;
-    std::vector<GpuOp> ops;
+    CallVector calls;
+    OpVector ops;
     for (const ApiCall& c : log.calls) {
       if (c.end_ns >= prev && c.end_ns < time) calls.push_back(c);
       if (c.start_ns < time && c.end_ns >= time) horizon = std::min(horizon, c.start_ns);

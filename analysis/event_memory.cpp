@@ -1,0 +1,124 @@
+#include "analysis/event_memory.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bit>
+#include <mutex>
+
+namespace asynccheck::event_memory {
+namespace {
+
+constexpr size_t kPage = 4096;
+constexpr int kSmallestClass = std::countr_zero(kMappedFrom);
+constexpr int kLargestClass = std::countr_zero(kLargestCached);
+constexpr int kClasses = kLargestClass - kSmallestClass + 1;
+// Blocks cached per size at most: a flood's vectors of one size in flight between the threads are a handful.
+constexpr int kPerClass = 8;
+static_assert(std::has_single_bit(kMappedFrom) && std::has_single_bit(kLargestCached));
+
+size_t page_round(size_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
+
+// The size class of a mapped allocation: the power of two that holds it (its mapping's size).
+int size_class(size_t bytes) { return static_cast<int>(std::bit_width(bytes - 1)) - kSmallestClass; }
+size_t class_bytes(int c) { return size_t{1} << (c + kSmallestClass); }
+
+struct Block {
+  void* p = nullptr;
+  size_t dirty = 0;  // bytes from the start that may have been written to (resident)
+};
+
+// One lock for every thread: held only to take or put a block, never across a system call. Constant-initialized,
+// not made at first use: a fork while another thread made it would leave the child waiting on its guard for good.
+// fork() holds the lock (the handlers below), so that a child never inherits it held by a thread it does not have.
+struct Cache {
+  std::mutex mu;
+  Block blocks[kClasses][kPerClass] = {};
+  int count[kClasses] = {};
+  size_t cached_dirty = 0;
+  Stats stats;
+};
+constinit Cache g_cache;
+[[maybe_unused]] const int g_fork_handlers = pthread_atfork([] { g_cache.mu.lock(); }, [] { g_cache.mu.unlock(); },
+                                                            [] { g_cache.mu.unlock(); });
+
+Cache& cache() { return g_cache; }
+
+void* map(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  // Resident memory is what this bounds: a transparent huge page would make a vector's first write 2 MiB of it.
+  madvise(p, bytes, MADV_NOHUGEPAGE);
+  return p;
+}
+
+}  // namespace
+
+void* allocate(size_t bytes) {
+  if (bytes < kMappedFrom) return ::operator new(bytes);
+  if (bytes > kLargestCached) {
+    Cache& c = cache();
+    void* p = map(page_round(bytes));
+    std::lock_guard lock(c.mu);
+    c.stats.mapped_bytes += page_round(bytes);
+    ++c.stats.maps;
+    return p;
+  }
+  const int k = size_class(bytes);
+  Cache& c = cache();
+  Block b;
+  {
+    std::lock_guard lock(c.mu);
+    if (c.count[k] != 0) {
+      b = c.blocks[k][--c.count[k]];
+      c.cached_dirty -= b.dirty;
+      ++c.stats.reuses;
+    } else {
+      c.stats.mapped_bytes += class_bytes(k);
+      ++c.stats.maps;
+    }
+  }
+  if (b.p == nullptr) return map(class_bytes(k));
+  // Pages written to by a larger vector before, past what this one may use: given back, or they stay resident.
+  const size_t need = page_round(bytes);
+  if (b.dirty > need) madvise(static_cast<char*>(b.p) + need, b.dirty - need, MADV_DONTNEED);
+  return b.p;
+}
+
+void deallocate(void* p, size_t bytes) noexcept {
+  if (p == nullptr) return;
+  if (bytes < kMappedFrom) {
+    ::operator delete(p);
+    return;
+  }
+  Cache& c = cache();
+  if (bytes > kLargestCached) {
+    munmap(p, page_round(bytes));
+    std::lock_guard lock(c.mu);
+    c.stats.mapped_bytes -= page_round(bytes);
+    return;
+  }
+  const int k = size_class(bytes);
+  const size_t dirty = page_round(bytes);  // a vector writes no further than its capacity
+  {
+    std::lock_guard lock(c.mu);
+    if (c.count[k] < kPerClass && c.cached_dirty + dirty <= kCacheBytes) {
+      c.blocks[k][c.count[k]++] = {p, dirty};
+      c.cached_dirty += dirty;
+      return;
+    }
+    c.stats.mapped_bytes -= class_bytes(k);
+  }
+  munmap(p, class_bytes(k));
+}
+
+Stats stats() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  Stats s = c.stats;
+  s.cached_bytes = c.cached_dirty;
+  return s;
+}
+
+}  // namespace asynccheck::event_memory

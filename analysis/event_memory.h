@@ -1,0 +1,58 @@
+// Where the event vectors keep their elements (events.h: CallVector, OpVector): the threads' buffers, the rounds,
+// the feed's backlog and the analysis' window hold a flood's calls and GPU work by the hundred thousand, in vectors
+// grown, merged and handed from the program's threads to the collecting thread to the analyzing one. From malloc, a
+// vector freed on another thread than the one that made it goes back to the maker's arena, and each arena kept its
+// holes: in an 8-thread flood a fifth of what we added to the program's memory was free memory in the arenas
+// (docs/performance.md). Here a large vector's memory is a mapping of a power-of-two size, and a freed one waits in
+// one cache, shared by every thread, for the next vector of its size: the same pages serve the rounds, the backlog
+// and the window in turn, and never more than kCacheBytes of them wait. Small vectors (a quiet program's) stay with
+// malloc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+namespace asynccheck {
+namespace event_memory {
+
+// Below this, operator new: a mapping per small vector would cost more than the holes it avoids.
+inline constexpr size_t kMappedFrom = 128 * 1024;
+// At most this much freed memory (pages written to, not sizes) waits to be used again; past it, a freed mapping
+// is unmapped. What it holds is still resident: it is part of the memory a run adds, and bounds it.
+inline constexpr size_t kCacheBytes = 8 * 1024 * 1024;
+// Larger vectors get a mapping of their own, never cached (no run of ours makes one but a whole recording's).
+inline constexpr size_t kLargestCached = size_t{64} * 1024 * 1024;
+
+void* allocate(size_t bytes);
+void deallocate(void* p, size_t bytes) noexcept;
+
+struct Stats {
+  uint64_t mapped_bytes = 0;  // sizes of the mappings now made, cached or in use
+  uint64_t cached_bytes = 0;  // pages written to in the cached ones
+  uint64_t maps = 0;          // mappings made so far
+  uint64_t reuses = 0;        // allocations served from the cache
+};
+Stats stats();
+
+}  // namespace event_memory
+
+// The allocator of the event vectors (above). Stateless: any two compare equal, so vectors move and swap freely.
+template <typename T>
+struct EventAllocator {
+  using value_type = T;
+  EventAllocator() noexcept = default;
+  template <typename U>
+  EventAllocator(const EventAllocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor): as std::allocator
+  T* allocate(size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(event_memory::allocate(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) noexcept { event_memory::deallocate(p, n * sizeof(T)); }
+  template <typename U>
+  bool operator==(const EventAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+}  // namespace asynccheck

@@ -2,9 +2,8 @@
 // delivered, and adds it to the feed's backlog: analysis/feed.h), the other analyzes (it moves the backlog into the
 // streaming analysis a chunk at a time and advances it). Apart, a flood's rounds are taken, sorted and added while
 // the last ones are judged: on one thread, each waited for the other, and 8 threads launching flat out outran both.
-// The collector decides when a round starts and when CUPTI is flushed by force.
-#include <malloc.h>
-
+// The collector decides when a round starts and when CUPTI is flushed by force. The loops are
+// analysis/feed_threads.h's; what is here is where a round's events come from.
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -12,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/feed_threads.h"
 #include "analysis/pace.h"
 #include "common/signals_blocked.h"
 #include "cupti/activity.h"
@@ -43,7 +43,7 @@ Horizons take_from_threads(Global& g) {
     g.last_forced_ns = now;
     g.forced_flushes.fetch_add(1, std::memory_order_relaxed);
   }
-  std::vector<GpuOp> ops = cupti::take_ops();
+  OpVector ops = cupti::take_ops();
   const auto t1 = std::chrono::steady_clock::now();
   std::vector<ThreadLog*> threads;
   std::vector<Mark> marks;  // all of them, every round: module loads and context creations explain host time
@@ -53,13 +53,13 @@ Horizons take_from_threads(Global& g) {
     marks = g.marks;
   }
   uint64_t horizon = now;
-  std::vector<ApiCall> calls;
+  CallVector calls;
   uint64_t shed = 0, lost = 0;
   for (ThreadLog* t : threads) {
     // The thread waits on its lock while we hold it: only swap buffers here (an allocation only the first time,
     // so that the thread does not reallocate as it appends); the copy happens outside. A thread stopped while
     // holding its lock (a signal) is skipped, and stays open.
-    std::vector<ApiCall> taken;
+    CallVector taken;
     const size_t expected = t->pending.load(std::memory_order_relaxed);
     if (t->spare.capacity() == 0) t->spare.reserve(std::max<size_t>(4096, std::min(expected, g.round_calls)));
     if (!lock_within(t->mu, std::chrono::milliseconds(50))) {
@@ -103,89 +103,52 @@ size_t pending_calls(Global& g) {
   return n;
 }
 
-// Leaves a loop: the last thread out tells stop_analysis_thread().
-void leave(Global& g) {
-  std::lock_guard lock(g.stop_mu);
-  --g.running;
-  g.stop_cv.notify_all();
+void collect() {
+  Global& g = global();
+  collect_loop(
+      g.loops, kPoll, g.round_calls, [&] { return pending_calls(g); },
+      [&] {
+        const Horizons h = take_from_threads(g);
+        return std::min(h.calls, h.records);
+      });
 }
 
-void collect_loop() {
+void analyze() {
   Global& g = global();
-  auto last = std::chrono::steady_clock::now();
-  bool behind = false;  // the threads got a round ahead while the last one was taken: take again at once
-  std::unique_lock lock(g.stop_mu);
-  while (!g.stop) {
-    if (!behind && g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop; })) break;
-    lock.unlock();
-    const auto now = std::chrono::steady_clock::now();
-    behind = false;
-    if (round_due(now - last, pending_calls(g), g.round_calls)) {
-      last = now;
-      const Horizons h = take_from_threads(g);
-      g.horizon_ns.store(std::min(h.calls, h.records), std::memory_order_release);
-      behind = round_due({}, pending_calls(g), g.round_calls);  // a round's calls came while this one was taken
-      lock.lock();
-      ++g.rounds_taken;
-      g.stop_cv.notify_all();  // the analyzer waits for a round
-      lock.unlock();
-    }
-    lock.lock();
-  }
-  lock.unlock();
-  leave(g);
-}
-
-void analyze_loop() {
-  Global& g = global();
-  AnalyzerPace pace(g.flush_period_ns, g.round_calls, g.max_backlog, PaceClock::now());
-  std::unique_lock lock(g.stop_mu);
-  while (!g.stop) {
-    const uint64_t round = g.rounds_taken;  // before the backlog is looked at: a round added after it wakes us
-    lock.unlock();
-    const uint64_t horizon = g.horizon_ns.load(std::memory_order_acquire);
-    const AnalyzerPace::Look look = pace.look(
-        horizon, g.feed->backlog_size(), [&] { return g.feed->backlog_front_ns(); }, PaceClock::now());
-    if (look.chunk) g.feed->compact_chunk(horizon);
-    if (pace.trim(look.drained, PaceClock::now())) malloc_trim(0);
-    lock.lock();
-    // Drained: nothing to do until the next round.
-    if (look.drained) g.stop_cv.wait_for(lock, kPoll, [&] { return g.stop || g.rounds_taken != round; });
-    if (g.rounds_taken != round) pace.round_seen(PaceClock::now());
-  }
-  lock.unlock();
-  leave(g);
+  analyze_loop(g.loops, *g.feed, AnalyzerPace(g.flush_period_ns, g.round_calls, g.max_backlog, PaceClock::now()),
+               kPoll);
 }
 
 }  // namespace
 
 void start_analysis_thread() {
   {
-    std::lock_guard lock(global().stop_mu);
-    global().running = 2;
+    std::lock_guard lock(global().loops.mu);
+    global().loops.running = 2;
   }
   // Detached: finish() waits for them with a deadline, never joins.
   with_signals_blocked([] {
-    std::thread(collect_loop).detach();
-    std::thread(analyze_loop).detach();
+    std::thread(collect).detach();
+    std::thread(analyze).detach();
   });
 }
 
 bool stop_analysis_thread(std::chrono::milliseconds deadline) {
   Global& g = global();
   if (!g.streaming) return true;
-  std::unique_lock lock(g.stop_mu);
-  g.stop = true;
-  g.stop_cv.notify_all();
-  return g.stop_cv.wait_for(lock, deadline, [&] { return g.running == 0; });
+  FeedThreads& t = g.loops;
+  std::unique_lock lock(t.mu);
+  t.stop = true;
+  t.cv.notify_all();
+  return t.cv.wait_for(lock, deadline, [&] { return t.running == 0; });
 }
 
 Stats stats() {
   Global& g = global();
   {
     // A thread that did not stop (finish() gave up on it) may hold the feed's locks for good.
-    std::lock_guard lock(g.stop_mu);
-    if (g.running != 0) return {};
+    std::lock_guard lock(g.loops.mu);
+    if (g.loops.running != 0) return {};
   }
   if (!lock_within(g.central_mu)) return {};
   std::lock_guard lock(g.central_mu, std::adopt_lock);

@@ -15,6 +15,7 @@
 #include "analysis/analyze.h"
 #include "analysis/events.h"
 #include "analysis/feed.h"
+#include "analysis/feed_threads.h"
 #include "interpose/blocking_streams.h"
 #include "interpose/host_ranges.h"
 
@@ -81,13 +82,7 @@ struct Global {
   std::atomic<size_t> thread_count{0};
   std::mutex central_mu;               // start() and finish(); guards `feed`, which the two threads share (feed.h)
   std::unique_ptr<AnalysisFeed> feed;  // made by start() when the analysis streams
-  // How far the analyzer may judge: the last round's horizon (the older of the calls' and the records').
-  std::atomic<uint64_t> horizon_ns{0};
-  std::mutex stop_mu;
-  std::condition_variable stop_cv;  // a stop, a thread leaving, a round taken
-  bool stop = false;                // guarded by stop_mu, as are the two below
-  int running = 0;                  // the analysis threads still in their loops
-  uint64_t rounds_taken = 0;        // rounds the collector added: the analyzer waits for the next
+  FeedThreads loops;                   // the collecting and the analyzing thread's (analysis/feed_threads.h)
 };
 
 // A round starts when the threads hold Global::round_calls calls (compact_round, 4k by default), or

@@ -1,0 +1,87 @@
+// The loops of the feed's two threads (feed.h: AnalysisFeed), apart from where their events come from: the capture
+// runs them on what the program's threads and CUPTI captured (interpose/analysis_thread.cpp), bench/flood_feed on
+// a fabricated flood. One collects: each round it moves what waits into the feed (`take_round`) and publishes the
+// horizon. The other analyzes: it moves the backlog into the analysis a chunk at a time, up to the published horizon.
+// When each acts is analysis/pace.h's decision.
+#pragma once
+
+#include <malloc.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "analysis/feed.h"
+#include "analysis/pace.h"
+
+namespace asynccheck {
+
+struct FeedThreads {
+  std::atomic<uint64_t> horizon_ns{0};  // how far the analyzer may judge: the last round's horizon
+  std::mutex mu;
+  std::condition_variable cv;  // a stop, a thread leaving, a round taken
+  bool stop = false;           // guarded by mu, as are the two below
+  int running = 0;             // the threads still in their loops
+  uint64_t rounds_taken = 0;   // rounds the collector added: the analyzer waits for the next
+};
+
+// Leaves a loop: whoever waits for both to stop is told.
+inline void leave_feed_loop(FeedThreads& t) {
+  std::lock_guard lock(t.mu);
+  --t.running;
+  t.cv.notify_all();
+}
+
+// Looks every `poll` whether a round is due (round_due: `pending()` calls held by the program's threads); then
+// `take_round()` moves them into the feed and returns the round's horizon. A round's worth that came while one was
+// taken is taken at once.
+template <typename Pending, typename TakeRound>
+void collect_loop(FeedThreads& t, std::chrono::milliseconds poll, size_t round_calls, Pending pending,
+                  TakeRound take_round) {
+  auto last = std::chrono::steady_clock::now();
+  bool behind = false;
+  std::unique_lock lock(t.mu);
+  while (!t.stop) {
+    if (!behind && t.cv.wait_for(lock, poll, [&] { return t.stop; })) break;
+    lock.unlock();
+    const auto now = std::chrono::steady_clock::now();
+    behind = false;
+    if (round_due(now - last, pending(), round_calls)) {
+      last = now;
+      t.horizon_ns.store(take_round(), std::memory_order_release);
+      behind = round_due({}, pending(), round_calls);
+      lock.lock();
+      ++t.rounds_taken;
+      t.cv.notify_all();  // the analyzer waits for a round
+      lock.unlock();
+    }
+    lock.lock();
+  }
+  lock.unlock();
+  leave_feed_loop(t);
+}
+
+// Takes chunks as `pace` says, up to the published horizon; waits for the next round once drained.
+inline void analyze_loop(FeedThreads& t, AnalysisFeed& feed, AnalyzerPace pace, std::chrono::milliseconds poll) {
+  std::unique_lock lock(t.mu);
+  while (!t.stop) {
+    const uint64_t round = t.rounds_taken;  // before the backlog is looked at: a round added after it wakes us
+    lock.unlock();
+    const uint64_t horizon = t.horizon_ns.load(std::memory_order_acquire);
+    const AnalyzerPace::Look look = pace.look(
+        horizon, feed.backlog_size(), [&] { return feed.backlog_front_ns(); }, PaceClock::now());
+    if (look.chunk) feed.compact_chunk(horizon);
+    if (pace.trim(look.drained, PaceClock::now())) malloc_trim(0);
+    lock.lock();
+    // Drained: nothing to do until the next round.
+    if (look.drained) t.cv.wait_for(lock, poll, [&] { return t.stop || t.rounds_taken != round; });
+    if (t.rounds_taken != round) pace.round_seen(PaceClock::now());
+  }
+  lock.unlock();
+  leave_feed_loop(t);
+}
+
+}  // namespace asynccheck

@@ -16,6 +16,7 @@
 
 #include "analysis/events.h"
 #include "analysis/feed.h"
+#include "analysis/feed_threads.h"
 #include "analysis/pace.h"
 #include "analysis/recording.h"
 #include "analysis/streaming.h"
@@ -108,35 +109,39 @@ inline std::vector<std::pair<std::filesystem::path, EventLog>> read_committed_re
   return out;
 }
 
-// The rounds added on this thread (the collecting side) while another analyzes them (the analyzing side), paced as
-// the capture's analyzing thread is (analysis/pace.h), without a flush period; returns once both are done.
+// The rounds added by one thread (the collecting side) while another analyzes them (the analyzing side): the
+// capture's own loops (analysis/feed_threads.h), paced as the capture paces them, without a flush period, a round
+// taken as soon as the last one was; returns once every round was added and the backlog drained, both threads
+// stopped (what the window holds then is finish()'s, as at the capture's end).
 inline void deliver_on_two_threads(AnalysisFeed& feed, const EventLog& log, const std::vector<Delivered>& rounds,
                                    size_t round_calls, size_t max_backlog) {
-  std::atomic<uint64_t> horizon{0};
-  std::atomic<int> rounds_added{0};
-  std::atomic<bool> added{false};
-  std::thread analyzer([&] {
-    AnalyzerPace pace(0, round_calls, max_backlog, PaceClock::now());
-    for (int seen = 0;;) {
-      const bool all_added = added.load();  // before the backlog is looked at: nothing comes after
-      const int round = rounds_added.load();
-      const uint64_t h = horizon.load();
-      const AnalyzerPace::Look look = pace.look(
-          h, feed.backlog_size(), [&] { return feed.backlog_front_ns(); }, PaceClock::now());
-      if (look.chunk) feed.compact_chunk(h);
-      if (look.drained && all_added) return;
-      if (look.drained) std::this_thread::yield();
-      if (round != seen) pace.round_seen(PaceClock::now());
-      seen = round;
-    }
+  constexpr auto kPoll = std::chrono::milliseconds(1);
+  FeedThreads t;
+  t.running = 2;
+  std::atomic<size_t> added{0};
+  uint64_t horizon = 0;  // the collecting thread's
+  std::thread collector([&] {
+    collect_loop(
+        t, kPoll, round_calls, [&] { return added.load() < rounds.size() ? round_calls : 0; },
+        [&] {
+          if (added.load() == rounds.size()) return horizon;  // a round is due every second, with nothing or not
+          const Delivered& d = rounds[added.load()];
+          feed.add(d.calls, d.ops, log.marks, d.time, d.horizon);
+          horizon = std::min(d.horizon, feed.records_before(d.time, d.time));
+          (void)feed.stats();  // as the `stats` option reads them, from another thread
+          added.fetch_add(1);
+          return horizon;
+        });
   });
-  for (const Delivered& d : rounds) {
-    feed.add(d.calls, d.ops, log.marks, d.time, d.horizon);
-    horizon.store(std::min(d.horizon, feed.records_before(d.time, d.time)));
-    ++rounds_added;
-    (void)feed.stats();  // as the `stats` option reads them, from another thread
+  std::thread analyzer(
+      [&] { analyze_loop(t, feed, AnalyzerPace(0, round_calls, max_backlog, PaceClock::now()), kPoll); });
+  while (added.load() < rounds.size() || feed.has_backlog()) std::this_thread::sleep_for(kPoll);
+  {
+    std::lock_guard lock(t.mu);
+    t.stop = true;
+    t.cv.notify_all();
   }
-  added.store(true);
+  collector.join();
   analyzer.join();
 }
 

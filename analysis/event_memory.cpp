@@ -40,8 +40,8 @@ struct Cache {
   Stats stats;
 };
 constinit Cache g_cache;
-[[maybe_unused]] const int g_fork_handlers = pthread_atfork([] { g_cache.mu.lock(); }, [] { g_cache.mu.unlock(); },
-                                                            [] { g_cache.mu.unlock(); });
+[[maybe_unused]] const int g_fork_handlers =
+    pthread_atfork([] { g_cache.mu.lock(); }, [] { g_cache.mu.unlock(); }, [] { g_cache.mu.unlock(); });
 
 Cache& cache() { return g_cache; }
 

@@ -14,8 +14,11 @@
 //   delivered kRecordLagNs after it ended (CUPTI's buffers, handed over once complete).
 //   The collecting and the analyzing thread run the capture's loops (analysis/feed_threads.h), its round taken as
 //   interpose/analysis_thread.cpp takes one, from these threads and this GPU.
-// Prints one RESULT line: rss_added_kb (the process' peak resident memory, VmHWM, over what it was as the threads
-// started), the calls shed, the backlog's and the window's peaks, the program's and the analysis' seconds.
+// Prints one RESULT line: the program's seconds and the analysis' (chunks_s, and adding_s for the rounds), the calls
+// shed, the backlog's and the window's peaks, rss_added_kb (the process' peak resident memory, VmHWM, over what it
+// was as the threads started) and, sampled every 5 ms, where the memory was at its largest: malloc's arenas in use
+// and free, malloc's own mappings (over what they were at the start), the event memory's mappings and its cache
+// (analysis/event_memory.h); then an EVENT_MEMORY line: its mappings made and blocks reused over the run.
 #include <malloc.h>
 #include <unistd.h>
 
@@ -36,10 +39,7 @@
 #include "analysis/feed.h"
 #include "analysis/feed_threads.h"
 #include "analysis/pace.h"
-#if __has_include("analysis/event_memory.h")
 #include "analysis/event_memory.h"
-#define FLOOD_FEED_EVENT_MEMORY 1
-#endif
 
 using namespace asynccheck;
 
@@ -65,11 +65,6 @@ long status_kb(const char* field) {
   while (std::getline(status, line)) {
     if (line.rfind(field, 0) == 0) return std::strtol(line.c_str() + std::strlen(field), nullptr, 10);
   }
-#ifdef FLOOD_FEED_EVENT_MEMORY
-  const event_memory::Stats e = event_memory::stats();
-  std::printf("EVENT_MEMORY maps=%llu reuses=%llu\n", static_cast<unsigned long long>(e.maps),
-              static_cast<unsigned long long>(e.reuses));
-#endif
   return 0;
 }
 
@@ -118,11 +113,9 @@ void sample_loop(std::atomic<bool>& stop, Peak& peak) {
     if (rss > peak.rss_kb) {
       const struct mallinfo2 m = mallinfo2();
       peak = {rss, m.uordblks, m.fordblks, m.hblkhd, 0, 0};
-#ifdef FLOOD_FEED_EVENT_MEMORY
       const event_memory::Stats e = event_memory::stats();
       peak.events_mapped = e.mapped_bytes;
       peak.events_cached = e.cached_bytes;
-#endif
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -320,10 +313,8 @@ int main(int argc, char** argv) {
       static_cast<long>(peak.arena_used - m0.uordblks) / 1024, static_cast<long>(peak.arena_free - m0.fordblks) / 1024,
       static_cast<long>(peak.mapped - m0.hblkhd) / 1024, static_cast<unsigned long long>(peak.events_mapped / 1024),
       static_cast<unsigned long long>(peak.events_cached / 1024));
-#ifdef FLOOD_FEED_EVENT_MEMORY
   const event_memory::Stats e = event_memory::stats();
   std::printf("EVENT_MEMORY maps=%llu reuses=%llu\n", static_cast<unsigned long long>(e.maps),
               static_cast<unsigned long long>(e.reuses));
-#endif
   return 0;
 }

@@ -45,11 +45,41 @@ constinit Cache g_cache;
 
 Cache& cache() { return g_cache; }
 
+// Takes every cached block out (under the lock) and unmaps them (outside it).
+void release_cached() {
+  Cache& c = cache();
+  Block taken[kClasses * kPerClass];
+  size_t sizes[kClasses * kPerClass];
+  int n = 0;
+  {
+    std::lock_guard lock(c.mu);
+    for (int k = 0; k < kClasses; ++k) {
+      while (c.count[k] != 0) {
+        taken[n] = c.blocks[k][--c.count[k]];
+        sizes[n++] = class_bytes(k);
+        c.stats.mapped_bytes -= class_bytes(k);
+      }
+    }
+    c.cached_dirty = 0;
+  }
+  for (int i = 0; i < n; ++i) munmap(taken[i].p, sizes[i]);
+}
+
+// A new mapping, counted once it is made. When the address space is short (ulimit -v, overcommit off), the cache is
+// given back and the mapping tried again before the vector's allocation fails as malloc's would.
 void* map(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
+  if (p == MAP_FAILED) {
+    release_cached();
+    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+  }
   // Resident memory is what this bounds: a transparent huge page would make a vector's first write 2 MiB of it.
   madvise(p, bytes, MADV_NOHUGEPAGE);
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  c.stats.mapped_bytes += bytes;
+  ++c.stats.maps;
   return p;
 }
 
@@ -57,14 +87,7 @@ void* map(size_t bytes) {
 
 void* allocate(size_t bytes) {
   if (bytes < kMappedFrom) return ::operator new(bytes);
-  if (bytes > kLargestCached) {
-    Cache& c = cache();
-    void* p = map(page_round(bytes));
-    std::lock_guard lock(c.mu);
-    c.stats.mapped_bytes += page_round(bytes);
-    ++c.stats.maps;
-    return p;
-  }
+  if (bytes > kLargestCached) return map(page_round(bytes));
   const int k = size_class(bytes);
   Cache& c = cache();
   Block b;
@@ -74,9 +97,6 @@ void* allocate(size_t bytes) {
       b = c.blocks[k][--c.count[k]];
       c.cached_dirty -= b.dirty;
       ++c.stats.reuses;
-    } else {
-      c.stats.mapped_bytes += class_bytes(k);
-      ++c.stats.maps;
     }
   }
   if (b.p == nullptr) return map(class_bytes(k));
@@ -112,6 +132,8 @@ void deallocate(void* p, size_t bytes) noexcept {
   }
   munmap(p, class_bytes(k));
 }
+
+void release_cache() { release_cached(); }
 
 Stats stats() {
   Cache& c = cache();

@@ -4,9 +4,9 @@
 // vector freed on another thread than the one that made it goes back to the maker's arena, and each arena kept its
 // holes: in an 8-thread flood a fifth of what we added to the program's memory was free memory in the arenas
 // (docs/performance.md). Here a large vector's memory is a mapping of a power-of-two size, and a freed one waits in
-// one cache, shared by every thread, for the next vector of its size: the same pages serve the rounds, the backlog
-// and the window in turn, and never more than kCacheBytes of them wait. Small vectors (a quiet program's) stay with
-// malloc.
+// one cache, shared by every thread, for the next vector of its size: the same pages serve the threads' buffers, the
+// rounds and the chunks in turn, and never more than kCacheBytes of them wait. Small vectors (a quiet program's) stay
+// with malloc; the largest get a mapping each.
 #pragma once
 
 #include <cstddef>
@@ -21,11 +21,16 @@ inline constexpr size_t kMappedFrom = 128 * 1024;
 // At most this much freed memory (pages written to, not sizes) waits to be used again; past it, a freed mapping
 // is unmapped. What it holds is still resident: it is part of the memory a run adds, and bounds it.
 inline constexpr size_t kCacheBytes = 8 * 1024 * 1024;
-// Larger vectors get a mapping of their own, never cached (no run of ours makes one but a whole recording's).
-inline constexpr size_t kLargestCached = size_t{64} * 1024 * 1024;
+// Larger vectors get a mapping of their own (their size, to the page), unmapped when freed: the cache could not
+// hold one. In a flood that is the backlog once it holds more than ~60k calls.
+inline constexpr size_t kLargestCached = kCacheBytes;
 
+// The allocation fails (std::bad_alloc) only when a mapping cannot be made even once the cache was given back.
 void* allocate(size_t bytes);
 void deallocate(void* p, size_t bytes) noexcept;
+// Unmaps what the cache holds: the heap given back once the analysis drained after falling behind
+// (analysis/feed_threads.h), and a fresh start for the tests.
+void release_cache();
 
 struct Stats {
   uint64_t mapped_bytes = 0;  // sizes of the mappings now made, cached or in use

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "analysis/event_memory.h"
 #include "analysis/feed.h"
 #include "analysis/pace.h"
 
@@ -74,7 +75,10 @@ inline void analyze_loop(FeedThreads& t, AnalysisFeed& feed, AnalyzerPace pace, 
     const AnalyzerPace::Look look = pace.look(
         horizon, feed.backlog_size(), [&] { return feed.backlog_front_ns(); }, PaceClock::now());
     if (look.chunk) feed.compact_chunk(horizon);
-    if (pace.trim(look.drained, PaceClock::now())) malloc_trim(0);
+    if (pace.trim(look.drained, PaceClock::now())) {  // drained after falling behind: what it held goes back
+      malloc_trim(0);
+      event_memory::release_cache();
+    }
     lock.lock();
     // Drained: nothing to do until the next round.
     if (look.drained) t.cv.wait_for(lock, poll, [&] { return t.stop || t.rounds_taken != round; });

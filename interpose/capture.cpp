@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -58,7 +59,10 @@ ThreadState& this_thread_state() { return thread_local_address(t_state); }
 ThreadLog& thread_log(ThreadState& ts) {
   if (ts.log == nullptr) {
     auto* log = new ThreadLog;
-    log->calls.reserve(4096);
+    try {
+      log->calls.reserve(4096);
+    } catch (const std::bad_alloc&) {  // short of memory: the appends grow it, or count the calls they cannot keep
+    }
     Global& g = global();
     std::lock_guard lock(g.mu);
     log->thread = static_cast<uint32_t>(g.threads.size());
@@ -213,7 +217,13 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
       case AtThread::Shed: ++log.shed; return;
     }
   }
-  log.calls.push_back(c);
+  try {
+    log.calls.push_back(c);
+  } catch (const std::bad_alloc&) {  // no memory for a larger buffer: the program goes on, the call is counted as lost
+    ++log.lost;
+    ++log.shed;
+    return;
+  }
   log.pending.store(log.calls.size(), std::memory_order_relaxed);
 }
 

@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
+#include <fstream>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -32,7 +35,13 @@ size_t resident_pages(void* p, size_t bytes) {
   return n;
 }
 
-TEST(EventMemory, SmallVectorsStayWithMalloc) {
+// Each test starts from an empty cache: what an earlier test in the process left there decides what is reused.
+class EventMemory : public ::testing::Test {
+ protected:
+  void SetUp() override { event_memory::release_cache(); }
+};
+
+TEST_F(EventMemory, SmallVectorsStayWithMalloc) {
   const event_memory::Stats before = event_memory::stats();
   void* p = event_memory::allocate(kMappedFrom - 1);
   std::memset(p, 1, kMappedFrom - 1);
@@ -42,7 +51,7 @@ TEST(EventMemory, SmallVectorsStayWithMalloc) {
   EXPECT_EQ(after.reuses, before.reuses);
 }
 
-TEST(EventMemory, AFreedBlockServesTheNextVectorOfItsSize) {
+TEST_F(EventMemory, AFreedBlockServesTheNextVectorOfItsSize) {
   const size_t bytes = 3 * kMappedFrom;  // the 512 KiB class
   void* p = event_memory::allocate(bytes);
   std::memset(p, 1, bytes);
@@ -58,7 +67,7 @@ TEST(EventMemory, AFreedBlockServesTheNextVectorOfItsSize) {
   event_memory::deallocate(q, bytes + 4096);
 }
 
-TEST(EventMemory, PagesASmallerVectorWillNotUseAreGivenBack) {
+TEST_F(EventMemory, PagesASmallerVectorWillNotUseAreGivenBack) {
   const size_t large = 4 * kMappedFrom - 4096, small = 2 * kMappedFrom + 4096;  // both in the 512 KiB class
   void* p = event_memory::allocate(large);
   std::memset(p, 1, large);
@@ -71,7 +80,7 @@ TEST(EventMemory, PagesASmallerVectorWillNotUseAreGivenBack) {
   event_memory::deallocate(q, small);
 }
 
-TEST(EventMemory, TheCacheKeepsAtMostItsLimit) {
+TEST_F(EventMemory, TheCacheKeepsAtMostItsLimit) {
   const size_t bytes = 2 * 1024 * 1024;
   std::vector<void*> blocks;
   for (size_t i = 0; i < 2 * kCacheBytes / bytes; ++i) {  // more than the cache may hold, of several sizes
@@ -84,7 +93,75 @@ TEST(EventMemory, TheCacheKeepsAtMostItsLimit) {
   EXPECT_LE(event_memory::stats().cached_bytes, kCacheBytes);
 }
 
-TEST(EventMemory, TheLargestVectorsAreNeverCached) {
+TEST_F(EventMemory, ReleasingTheCacheUnmapsWhatItHolds) {
+  const size_t bytes = 2 * kMappedFrom;
+  void* p = event_memory::allocate(bytes);
+  std::memset(p, 1, bytes);
+  event_memory::deallocate(p, bytes);
+  const event_memory::Stats cached = event_memory::stats();
+  EXPECT_EQ(cached.cached_bytes, bytes);
+  event_memory::release_cache();
+  const event_memory::Stats released = event_memory::stats();
+  EXPECT_EQ(released.cached_bytes, 0u);
+  EXPECT_EQ(released.mapped_bytes, cached.mapped_bytes - bytes);
+  void* q = event_memory::allocate(bytes);  // a mapping of its own again
+  EXPECT_EQ(event_memory::stats().maps, cached.maps + 1);
+  event_memory::deallocate(q, bytes);
+}
+
+// Short of address space (ulimit -v), a mapping is tried again once the cache is given back; one that still cannot
+// be made fails as malloc's would, and the counts stay what is mapped. In a child: the limit would hold for the rest.
+TEST_F(EventMemory, ShortOfAddressSpaceTheCacheIsGivenBackFirst) {
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(10);
+    const size_t mib = 1024 * 1024;
+    void* a = event_memory::allocate(3 * mib);      // the 4 MiB class
+    void* b = event_memory::allocate(3 * mib / 2);  // the 2 MiB class
+    std::memset(a, 1, 3 * mib);
+    std::memset(b, 1, 3 * mib / 2);
+    event_memory::deallocate(a, 3 * mib);
+    event_memory::deallocate(b, 3 * mib / 2);
+    std::ifstream statm("/proc/self/statm");
+    size_t pages = 0;
+    statm >> pages;
+    const rlim_t limit = pages * static_cast<size_t>(sysconf(_SC_PAGESIZE)) + 4 * mib;  // room for 4 MiB more
+    const rlimit rl{limit, limit};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(10);
+    const event_memory::Stats before = event_memory::stats();
+    void* c = nullptr;
+    try {
+      c = event_memory::allocate(6 * mib);  // the 8 MiB class: fits only once the 6 MiB cached are unmapped
+    } catch (const std::bad_alloc&) {
+      _exit(11);
+    }
+    const event_memory::Stats after = event_memory::stats();
+    if (after.cached_bytes != 0 || after.maps != before.maps + 1 ||
+        after.mapped_bytes != before.mapped_bytes - 6 * mib + 8 * mib) {
+      _exit(12);
+    }
+    bool failed = false;
+    try {
+      (void)event_memory::allocate(64 * mib);
+    } catch (const std::bad_alloc&) {
+      failed = true;
+    }
+    if (!failed) _exit(13);
+    const event_memory::Stats last = event_memory::stats();
+    if (last.maps != after.maps || last.mapped_bytes != after.mapped_bytes) _exit(14);
+    event_memory::deallocate(c, 6 * mib);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  // 10: setrlimit refused; 11: the retry did not map; 12: counts after it; 13: 64 MiB mapped past the limit;
+  // 14: a failed mapping counted.
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(EventMemory, TheLargestVectorsAreNeverCached) {
   const event_memory::Stats before = event_memory::stats();
   const size_t bytes = kLargestCached + 1;
   void* p = event_memory::allocate(bytes);
@@ -96,7 +173,7 @@ TEST(EventMemory, TheLargestVectorsAreNeverCached) {
   EXPECT_EQ(after.mapped_bytes, before.mapped_bytes);
 }
 
-TEST(EventMemory, EventVectorsGrowMoveAndSwapThroughIt) {
+TEST_F(EventMemory, EventVectorsGrowMoveAndSwapThroughIt) {
   CallVector a, b;
   for (uint64_t i = 0; i < 4 * kMappedFrom / sizeof(ApiCall); ++i) {
     ApiCall c;
@@ -112,7 +189,7 @@ TEST(EventMemory, EventVectorsGrowMoveAndSwapThroughIt) {
 
 // A fork while other threads allocate and free: the child allocates (the cache's lock is not inherited held) and
 // exits normally.
-TEST(EventMemory, AForkWhileOtherThreadsAllocateLeavesTheChildAbleTo) {
+TEST_F(EventMemory, AForkWhileOtherThreadsAllocateLeavesTheChildAbleTo) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {

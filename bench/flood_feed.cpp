@@ -6,12 +6,14 @@
 // usage: flood_feed CALLS_PER_THREAD THREADS [CALLS_PER_S]
 //   Each program thread makes the cycle of bench/api_calls (a launch of one kernel, a 256 B pinned copy, an event
 //   record, a stream query, on a non-blocking stream of its own) and a stream synchronize every 256 calls, as
-//   ApiCalls appended to a buffer of its own under its lock, its buffer swapped for a spare by the collecting
-//   thread, as the capture's threads do (interpose/capture_state.h). The calls come at CALLS_PER_S in all (1M by
+//   ApiCalls appended to a buffer of its own under its lock (past its share of the backlog limit, shed or lost:
+//   feed.h, at_thread), its buffer swapped for a spare by the collecting thread, as the capture's threads do
+//   (interpose/capture.cpp, capture_state.h). The calls come at CALLS_PER_S in all (1M by
 //   default, an 8-thread api_calls' pace on an H100) in bursts of a millisecond's worth, the calls' times spread over
 //   it, so that the program's threads take little of the machine's CPU: the two analysis threads need it.
-//   The GPU work runs a few microseconds after its call, one operation at a time per stream, and its record is
-//   delivered kRecordLagNs after it ended (CUPTI's buffers, handed over once complete).
+//   The GPU work runs a few microseconds after its call, one operation at a time per stream, and an ordinary flush
+//   delivers its record kRecordLagNs after it ended (CUPTI's buffers, handed over once complete), a forced one at
+//   once; flushes are forced when the capture forces them (flush_period's default).
 //   The collecting and the analyzing thread run the capture's loops (analysis/feed_threads.h), its round taken as
 //   interpose/analysis_thread.cpp takes one, from these threads and this GPU.
 // Prints one RESULT line: the program's seconds and the analysis' (chunks_s, and adding_s for the rounds), the calls
@@ -34,6 +36,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "analysis/feed.h"
@@ -50,6 +53,7 @@ constexpr size_t kRoundCalls = 4096;       // compact_round
 constexpr size_t kChunkCalls = 16 * 1024;  // interpose/capture_state.h
 constexpr size_t kMaxBacklog = 262144;     // compact_backlog
 constexpr uint64_t kMarginNs = 10'000'000;
+const uint64_t kThresholdNs = AnalysisOptions{}.threshold_ns;
 constexpr auto kPoll = std::chrono::milliseconds(10);
 constexpr uint64_t kFlushPeriodNs = 5'000'000'000;  // flush_period: the records are delivered as they complete
 
@@ -74,17 +78,19 @@ struct ThreadLog {
   decltype(EventLog::calls) calls, spare;
   std::atomic<size_t> pending{0};
   std::atomic<uint64_t> open_since{0};  // the start of the burst being appended (its calls are in no buffer yet)
+  uint64_t shed = 0, lost = 0;          // past the thread's share of the backlog limit (feed.h: at_thread)
 };
 
 // GPU work made by the program's threads, delivered kRecordLagNs after it ended.
 struct Gpu {
   std::mutex mu;
   std::deque<GpuOp> made;  // by end, nearly (each thread's in order)
-  decltype(EventLog::ops) take(uint64_t now) {
+  // The records of the work that ended before `until`.
+  decltype(EventLog::ops) take(uint64_t until) {
     decltype(EventLog::ops) out;
     std::lock_guard lock(mu);
     std::sort(made.begin(), made.end(), [](const GpuOp& a, const GpuOp& b) { return a.end_ns < b.end_ns; });
-    while (!made.empty() && made.front().end_ns + kRecordLagNs <= now) {
+    while (!made.empty() && made.front().end_ns <= until) {
       out.push_back(made.front());
       made.pop_front();
     }
@@ -133,7 +139,8 @@ ApiCall make_call(rules::ApiKind api, uint32_t thread, uint64_t stream, uint64_t
   return c;
 }
 
-void program_thread(uint32_t t, uint64_t calls, double per_s, ThreadLog& log, Gpu& gpu) {
+void program_thread(uint32_t t, uint32_t threads, uint64_t calls, double per_s, ThreadLog& log, Gpu& gpu) {
+  const size_t share = std::max(kRoundCalls, kMaxBacklog / (2 * threads));  // interpose/capture.cpp
   const uint64_t stream = 0x1000 + t;
   const uint32_t stream_id = 100 + t;
   uint64_t gpu_free = 0;  // when the stream's last op ends
@@ -196,8 +203,15 @@ void program_thread(uint32_t t, uint64_t calls, double per_s, ThreadLog& log, Gp
       made.push_back(c);
     }
     {
+      // As the capture appends each call: past the thread's share of the backlog limit, shed or lost (at_thread).
       std::lock_guard lock(log.mu);
-      log.calls.insert(log.calls.end(), made.begin(), made.end());
+      for (const ApiCall& c : made) {
+        switch (at_thread(c, log.calls.size(), share, /*function_launched_before=*/done > 4, kThresholdNs)) {
+          case AtThread::Keep: log.calls.push_back(c); break;
+          case AtThread::Lose: ++log.lost; [[fallthrough]];
+          case AtThread::Shed: ++log.shed; break;
+        }
+      }
       log.pending.store(log.calls.size(), std::memory_order_relaxed);
       log.open_since.store(0, std::memory_order_release);
     }
@@ -211,6 +225,7 @@ struct Shared {
   Gpu gpu;
   AnalysisFeed* feed = nullptr;
   FeedThreads loops;
+  uint64_t last_forced_ns = 0, records_ns = 0;  // the collecting thread's, as the capture's Global
 };
 
 size_t pending(Shared& s) {
@@ -219,12 +234,18 @@ size_t pending(Shared& s) {
   return n;
 }
 
-// interpose/analysis_thread.cpp's take_from_threads, without CUPTI: returns the round's horizon.
+// interpose/analysis_thread.cpp's take_from_threads, without CUPTI: returns the round's horizon. An ordinary flush
+// delivers the records of work that ended kRecordLagNs ago, a forced one (force_flush: analysis/pace.h) every record
+// of work that ended.
 uint64_t take_round(Shared& s) {
   const uint64_t now = now_ns();
-  decltype(EventLog::ops) ops = s.gpu.take(now);
+  const size_t backlog = s.feed->backlog_size();
+  const uint64_t front = backlog >= kMaxBacklog / 2 ? s.feed->backlog_front_ns() : 0;
+  const bool forced = force_flush(now, s.records_ns, kFlushPeriodNs, backlog, kMaxBacklog, front);
+  if (forced) s.last_forced_ns = now;
+  decltype(EventLog::ops) ops = s.gpu.take(forced ? now : now - kRecordLagNs);
   decltype(EventLog::calls) calls;
-  uint64_t horizon = now;
+  uint64_t horizon = now, shed = 0, lost = 0;
   for (auto& l : s.logs) {
     decltype(EventLog::calls) taken;
     if (l->spare.capacity() == 0) l->spare.reserve(kRoundCalls);
@@ -233,6 +254,8 @@ uint64_t take_round(Shared& s) {
       taken.swap(l->calls);
       l->calls.swap(l->spare);
       l->pending.store(0, std::memory_order_relaxed);
+      shed += std::exchange(l->shed, 0);
+      lost += std::exchange(l->lost, 0);
       const uint64_t since = l->open_since.load(std::memory_order_acquire);
       if (since != 0 && since < horizon) horizon = since;
     }
@@ -241,8 +264,10 @@ uint64_t take_round(Shared& s) {
     taken.clear();
     if (keep && l->spare.capacity() < taken.capacity()) l->spare.swap(taken);
   }
-  s.feed->add(std::move(calls), std::move(ops), {}, now, horizon);
-  return std::min(horizon, s.feed->records_before(now, now));
+  s.feed->add(std::move(calls), std::move(ops), {}, s.last_forced_ns, horizon);
+  s.feed->count_shed(shed, lost);
+  s.records_ns = s.feed->records_before(now, s.last_forced_ns);
+  return std::min(horizon, s.records_ns);
 }
 
 }  // namespace
@@ -281,7 +306,8 @@ int main(int argc, char** argv) {
   });
   std::vector<std::thread> program;
   for (uint32_t t = 0; t < threads; ++t) {
-    program.emplace_back(program_thread, t, per_thread, per_s / threads, std::ref(*s.logs[t]), std::ref(s.gpu));
+    program.emplace_back(program_thread, t, threads, per_thread, per_s / threads, std::ref(*s.logs[t]),
+                         std::ref(s.gpu));
   }
   for (auto& p : program) p.join();
   const double program_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -297,7 +323,7 @@ int main(int argc, char** argv) {
   // What the threads and the GPU still hold goes to finish(), as the capture's exit does.
   decltype(EventLog::calls) rest;
   for (auto& l : s.logs) rest.insert(rest.end(), l->calls.begin(), l->calls.end());
-  StreamingAnalysis::Result r = feed.finish(std::move(rest), s.gpu.take(UINT64_MAX - kRecordLagNs), {});
+  StreamingAnalysis::Result r = feed.finish(std::move(rest), s.gpu.take(UINT64_MAX), {});
   const double all_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const FeedStats st = feed.stats();
   std::printf(

@@ -4,9 +4,10 @@
 # usage: scripts/flood-memory.sh BUILD_DIR ROUNDS CALLS_PER_THREAD THREADS [NAME=LIBRARY ...]
 #   Each round runs, in order: bare, floor (BUILD_DIR/bench/libcupti_floor.so), then each NAME=LIBRARY preloaded
 #   with ASYNCCHECK_OPTIONS=stats=1 (default: asynccheck=BUILD_DIR/lib/libasynccheck.so).
-# Prints one line a run: `FLOOD name=... round=... peak_kb=... shed=...`: the peak is VmHWM read every 10 ms while
-# the program runs (the exit's analysis included, but for its last 10 ms), `shed` the calls the library's stats
-# line says it shed and the peak it says at the report (getrusage; - for bare and the floor).
+# Prints one line a run: `FLOOD name=... round=... peak_kb=... shed=... ns_per_call=...`: the peak is the program's
+# own (getrusage of the child once it has exited: the exit's analysis included), `shed` the calls the library's stats
+# line says it shed (- for bare and the floor). A library that is missing, or a run under one that printed no stats
+# line (not loaded, or monitoring off), stops the script with the run's output.
 set -euo pipefail
 build=$(cd "${1:?usage: flood-memory.sh BUILD_DIR ROUNDS CALLS_PER_THREAD THREADS [NAME=LIBRARY ...]}" && pwd)
 rounds=${2:?rounds}
@@ -15,33 +16,39 @@ threads=${4:?threads}
 shift 4
 libs=("$@")
 [ ${#libs[@]} -eq 0 ] && libs=("asynccheck=$build/lib/libasynccheck.so")
+for spec in "floor=$build/bench/libcupti_floor.so" "${libs[@]}"; do
+  [ -f "${spec#*=}" ] || { echo "flood-memory: ${spec%%=*}: no such library: ${spec#*=}" >&2; exit 2; }
+done
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-run() {  # run NAME PRELOAD
-  local name=$1 preload=$2 peak=0 hwm pid
-  if [ -n "$preload" ]; then
-    LD_PRELOAD=$preload ASYNCCHECK_OPTIONS=stats=1 "$build/bench/api_calls" "$calls" "$threads" >"$log" 2>&1 &
-  else
-    "$build/bench/api_calls" "$calls" "$threads" >"$log" 2>&1 &
+# The child's peak resident memory in KiB, its output in $log.
+peak_of() {
+  python3 -c 'import resource, subprocess, sys
+with open(sys.argv[1], "w") as log:
+    rc = subprocess.run(sys.argv[2:], stdout=log, stderr=subprocess.STDOUT).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(rc)' "$log" "$@"
+}
+
+run() {  # run NAME [PRELOAD]
+  local name=$1 preload=${2:-} peak shed
+  if ! peak=$(LD_PRELOAD=$preload ASYNCCHECK_OPTIONS=stats=1 peak_of "$build/bench/api_calls" "$calls" "$threads"); then
+    echo "flood-memory: $name, round $r: the program failed:" >&2
+    cat "$log" >&2
+    exit 1
   fi
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
-    [ -n "$hwm" ] && [ "$hwm" -gt "$peak" ] && peak=$hwm
-    sleep 0.01
-  done
-  wait "$pid" || { echo "FLOOD name=$name round=$r failed:"; cat "$log"; return 1; }
-  local shed
-  shed=$(sed -n 's/.* \([0-9,]*\) calls\{0,1\} shed at the compact_backlog limit.*/\1/p' "$log" | tr -d ,)
-  local stats_mib
-  stats_mib=$(sed -n 's/.*peak RSS of the process \([0-9]*\) MiB.*/\1/p' "$log")
-  echo "FLOOD name=$name round=$r peak_kb=$peak stats_peak_mib=${stats_mib:--} shed=${shed:--}" \
-    "$(grep -o 'ns_per_call=[0-9.]*' "$log")"
+  if [ "$name" != bare ] && [ "$name" != floor ] && ! grep -q 'asynccheck: stats:' "$log"; then
+    echo "flood-memory: $name, round $r: no stats line (the library not loaded, or monitoring off):" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+  shed=$(sed -n 's/.* \([0-9]*\) calls\{0,1\} shed at the compact_backlog limit.*/\1/p' "$log")
+  echo "FLOOD name=$name round=$r peak_kb=$peak shed=${shed:--} $(grep -o 'ns_per_call=[0-9.]*' "$log")"
 }
 
 for r in $(seq 1 "$rounds"); do
-  run bare ""
+  run bare
   run floor "$build/bench/libcupti_floor.so"
   for spec in "${libs[@]}"; do run "${spec%%=*}" "${spec#*=}"; done
 done

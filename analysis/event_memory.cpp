@@ -37,6 +37,7 @@ struct Cache {
   Block blocks[kClasses][kPerClass] = {};
   int count[kClasses] = {};
   size_t cached_dirty = 0;
+  size_t limit = kCacheBytes;
   Stats stats;
 };
 constinit Cache g_cache;
@@ -123,7 +124,7 @@ void deallocate(void* p, size_t bytes) noexcept {
   const size_t dirty = page_round(bytes);  // a vector writes no further than its capacity
   {
     std::lock_guard lock(c.mu);
-    if (c.count[k] < kPerClass && c.cached_dirty + dirty <= kCacheBytes) {
+    if (c.count[k] < kPerClass && c.cached_dirty + dirty <= c.limit) {
       c.blocks[k][c.count[k]++] = {p, dirty};
       c.cached_dirty += dirty;
       return;
@@ -134,6 +135,14 @@ void deallocate(void* p, size_t bytes) noexcept {
 }
 
 void release_cache() { release_cached(); }
+
+void set_cache_limit(size_t bytes) {
+  {
+    std::lock_guard lock(cache().mu);
+    cache().limit = bytes;
+  }
+  release_cached();  // set at the start, before anything is cached; a test's lower limit must not be exceeded
+}
 
 Stats stats() {
   Cache& c = cache();

@@ -18,16 +18,19 @@ namespace event_memory {
 
 // Below this, operator new: a mapping per small vector would cost more than the holes it avoids.
 inline constexpr size_t kMappedFrom = 128 * 1024;
-// At most this much freed memory (pages written to, not sizes) waits to be used again; past it, a freed mapping
-// is unmapped. What it holds is still resident: it is part of the memory a run adds, and bounds it.
+// By default at most this much freed memory (pages written to, not sizes) waits to be used again (the event_cache_kb
+// option: set_cache_limit); past it, a freed mapping is unmapped. What it holds is still resident: it is part of the
+// memory a run adds, and bounds it.
 inline constexpr size_t kCacheBytes = 8 * 1024 * 1024;
-// Larger vectors get a mapping of their own (their size, to the page), unmapped when freed: the cache could not
-// hold one. In a flood that is the backlog once it holds more than ~60k calls.
-inline constexpr size_t kLargestCached = kCacheBytes;
+// Larger vectors get a mapping of their own (their size, to the page), unmapped when freed: the default cache could
+// not hold one. In a flood that is the backlog once it holds more than ~60k calls.
+inline constexpr size_t kLargestCached = 8 * 1024 * 1024;
 
 // The allocation fails (std::bad_alloc) only when a mapping cannot be made even once the cache was given back.
 void* allocate(size_t bytes);
 void deallocate(void* p, size_t bytes) noexcept;
+// The most freed memory the cache may hold from now on (kCacheBytes until set); what it holds past it is unmapped.
+void set_cache_limit(size_t bytes);
 // Unmaps what the cache holds: the heap given back once the analysis drained after falling behind
 // (analysis/feed_threads.h), and a fresh start for the tests.
 void release_cache();

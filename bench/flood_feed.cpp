@@ -3,7 +3,7 @@
 // any machine. `api_calls N 8` on a GPU is the figure that counts (docs/performance.md); this is what a change to
 // how events are stored is tried on first, in as many runs as it takes.
 //
-// usage: flood_feed CALLS_PER_THREAD THREADS [CALLS_PER_S]
+// usage: flood_feed CALLS_PER_THREAD THREADS [CALLS_PER_S [EVENT_CACHE_KB]]
 //   Each program thread makes the cycle of bench/api_calls (a launch of one kernel, a 256 B pinned copy, an event
 //   record, a stream query, on a non-blocking stream of its own) and a stream synchronize every 256 calls, as
 //   ApiCalls appended to a buffer of its own under its lock (past its share of the backlog limit, shed or lost:
@@ -274,12 +274,13 @@ uint64_t take_round(Shared& s) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: flood_feed CALLS_PER_THREAD THREADS [CALLS_PER_S]\n");
+    std::fprintf(stderr, "usage: flood_feed CALLS_PER_THREAD THREADS [CALLS_PER_S [EVENT_CACHE_KB]]\n");
     return 2;
   }
   const uint64_t per_thread = std::strtoull(argv[1], nullptr, 10);
   const uint32_t threads = static_cast<uint32_t>(std::strtoul(argv[2], nullptr, 10));
   const double per_s = argc > 3 ? std::strtod(argv[3], nullptr) : 1e6;
+  if (argc > 4) event_memory::set_cache_limit(std::strtoull(argv[4], nullptr, 10) * 1024);  // the event_cache_kb option
   if (per_thread == 0 || threads == 0 || per_s <= 0) {
     std::fprintf(stderr, "flood_feed: CALLS_PER_THREAD, THREADS and CALLS_PER_S must be positive\n");
     return 2;

@@ -57,7 +57,7 @@ std::string child_options(const Options& o, const std::string& dir, const std::s
   s << ":activity_buffer_kb=" << o.activity_buffer_kb << ":device_buffers=" << o.device_buffers
     << ":device_buffer_kb=" << o.device_buffer_kb << ":signal_timeout=" << o.signal_timeout << ":compact=" << o.compact
     << ":compact_round=" << o.compact_round << ":compact_backlog=" << o.compact_backlog
-    << ":flush_period=" << o.flush_period << "ns"
+    << ":event_cache_kb=" << o.event_cache_kb << ":flush_period=" << o.flush_period << "ns"
     << ":stats=" << o.stats << ":summary=0:handoff=" << quoted_value(dir + "/run.%p.rec");
   const bool trace = !files.trace.empty();
   if (trace) {

@@ -683,6 +683,7 @@ void start(Origin origin) {
   capture.round_calls = g_options->compact_round;
   capture.max_backlog = g_options->compact_backlog;
   capture.flush_period_ns = g_options->flush_period;
+  event_memory::set_cache_limit(size_t{g_options->event_cache_kb} * 1024);
   capture.activity_buffer_bytes = g_options->activity_buffer_kb * 1024;
   capture.device_buffers = g_options->device_buffers;
   capture.device_buffer_bytes = g_options->device_buffer_kb * 1024;

@@ -91,6 +91,10 @@ bool validate(const Options& o, std::string& error) {
             " is out of range (valid: 64 to 262144)";
     return false;
   }
+  if (o.event_cache_kb > 65536) {
+    error = "option 'event_cache_kb': " + std::to_string(o.event_cache_kb) + " is out of range (valid: 0 to 65536)";
+    return false;
+  }
   if (o.device_buffers < 2 || o.device_buffers > 250) {
     error = "option 'device_buffers': " + std::to_string(o.device_buffers) + " is out of range (valid: 2 to 250)";
     return false;

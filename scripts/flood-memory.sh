@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Peak resident memory of a many-thread flood (bench/api_calls) bare, under the CUPTI floor and under one or more
 # builds of the library, the runs interleaved, round after round (docs/performance.md): on a GPU machine.
-# usage: scripts/flood-memory.sh BUILD_DIR ROUNDS CALLS_PER_THREAD THREADS [NAME=LIBRARY ...]
+# usage: scripts/flood-memory.sh BUILD_DIR ROUNDS CALLS_PER_THREAD THREADS [NAME=LIBRARY[@OPTIONS] ...]
 #   Each round runs, in order: bare, floor (BUILD_DIR/bench/libcupti_floor.so), then each NAME=LIBRARY preloaded
-#   with ASYNCCHECK_OPTIONS=stats=1 (default: asynccheck=BUILD_DIR/lib/libasynccheck.so).
+#   with ASYNCCHECK_OPTIONS=stats=1 and OPTIONS (default: asynccheck=BUILD_DIR/lib/libasynccheck.so), e.g.
+#   small=build/lib/libasynccheck.so@event_cache_kb=2048.
 # Prints one line a run: `FLOOD name=... round=... peak_kb=... shed=... ns_per_call=...`: the peak is the program's
 # own (getrusage of the child once it has exited: the exit's analysis included), `shed` the calls the library's stats
 # line says it shed (- for bare and the floor). A library that is missing, or a run under one that printed no stats
@@ -16,8 +17,10 @@ threads=${4:?threads}
 shift 4
 libs=("$@")
 [ ${#libs[@]} -eq 0 ] && libs=("asynccheck=$build/lib/libasynccheck.so")
+library_of() { local l=${1#*=}; echo "${l%%@*}"; }
+options_of() { case $1 in *@*) echo ":${1#*@}" ;; esac; }
 for spec in "floor=$build/bench/libcupti_floor.so" "${libs[@]}"; do
-  [ -f "${spec#*=}" ] || { echo "flood-memory: ${spec%%=*}: no such library: ${spec#*=}" >&2; exit 2; }
+  [ -f "$(library_of "$spec")" ] || { echo "flood-memory: ${spec%%=*}: no such library: $(library_of "$spec")" >&2; exit 2; }
 done
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -31,9 +34,9 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 sys.exit(rc)' "$log" "$@"
 }
 
-run() {  # run NAME [PRELOAD]
-  local name=$1 preload=${2:-} peak shed
-  if ! peak=$(LD_PRELOAD=$preload ASYNCCHECK_OPTIONS=stats=1 peak_of "$build/bench/api_calls" "$calls" "$threads"); then
+run() {  # run NAME [PRELOAD [OPTIONS]]
+  local name=$1 preload=${2:-} options=${3:-} peak shed
+  if ! peak=$(LD_PRELOAD=$preload ASYNCCHECK_OPTIONS=stats=1$options peak_of "$build/bench/api_calls" "$calls" "$threads"); then
     echo "flood-memory: $name, round $r: the program failed:" >&2
     cat "$log" >&2
     exit 1
@@ -50,5 +53,5 @@ run() {  # run NAME [PRELOAD]
 for r in $(seq 1 "$rounds"); do
   run bare
   run floor "$build/bench/libcupti_floor.so"
-  for spec in "${libs[@]}"; do run "${spec%%=*}" "${spec#*=}"; done
+  for spec in "${libs[@]}"; do run "${spec%%=*}" "$(library_of "$spec")" "$(options_of "$spec")"; done
 done

@@ -39,6 +39,7 @@ size_t resident_pages(void* p, size_t bytes) {
 class EventMemory : public ::testing::Test {
  protected:
   void SetUp() override { event_memory::release_cache(); }
+  void TearDown() override { event_memory::set_cache_limit(kCacheBytes); }
 };
 
 TEST_F(EventMemory, SmallVectorsStayWithMalloc) {
@@ -91,6 +92,29 @@ TEST_F(EventMemory, TheCacheKeepsAtMostItsLimit) {
   }
   for (size_t i = 0; i < blocks.size(); ++i) event_memory::deallocate(blocks[i], i % 2 == 0 ? bytes : bytes / 2);
   EXPECT_LE(event_memory::stats().cached_bytes, kCacheBytes);
+}
+
+// event_cache_kb: what the cache may hold, 0 for nothing (every large vector mapped and unmapped).
+TEST_F(EventMemory, TheCacheHoldsNoMoreThanItsLimit) {
+  const size_t bytes = 2 * kMappedFrom;
+  void* p = event_memory::allocate(bytes);
+  std::memset(p, 1, bytes);
+  event_memory::deallocate(p, bytes);
+  ASSERT_EQ(event_memory::stats().cached_bytes, bytes);
+  event_memory::set_cache_limit(bytes - 1);  // what it held past the new limit goes
+  const event_memory::Stats lowered = event_memory::stats();
+  EXPECT_EQ(lowered.cached_bytes, 0u);
+  void* q = event_memory::allocate(bytes);
+  std::memset(q, 1, bytes);
+  event_memory::deallocate(q, bytes);  // past the limit: unmapped, not cached
+  const event_memory::Stats after = event_memory::stats();
+  EXPECT_EQ(after.cached_bytes, 0u);
+  EXPECT_EQ(after.mapped_bytes, lowered.mapped_bytes);
+  EXPECT_EQ(after.maps, lowered.maps + 1);
+  event_memory::set_cache_limit(bytes);
+  void* r = event_memory::allocate(bytes);
+  event_memory::deallocate(r, bytes);
+  EXPECT_EQ(event_memory::stats().cached_bytes, bytes);
 }
 
 TEST_F(EventMemory, ReleasingTheCacheUnmapsWhatItHolds) {

@@ -30,7 +30,8 @@ const std::string kValidOptions =
     "handoff, "
     "suppressions, source-root, baseline, save-baseline, error-exitcode, fail-on, require-monitoring, overwrite, "
     "compact, "
-    "compact-round, compact-backlog, flush-period, stats, print-limit, summary, symbolize, activity-buffer-kb, "
+    "compact-round, compact-backlog, event-cache-kb, flush-period, stats, print-limit, summary, symbolize, "
+    "activity-buffer-kb, "
     "device-buffers, device-buffer-kb, signal-timeout, help, library-frames, read";
 
 // Bad input: exit 2 before the program starts, with a message naming the problem and what is valid.

@@ -226,7 +226,8 @@ TEST(Options, BadInputMessagesArePinned) {
       "log_file, save, "
       "handoff, "
       "suppressions, source_root, baseline, save_baseline, error_exitcode, fail_on, require_monitoring, "
-      "overwrite, compact, compact_round, compact_backlog, flush_period, stats, print_limit, summary, symbolize, "
+      "overwrite, compact, compact_round, compact_backlog, event_cache_kb, flush_period, stats, print_limit, summary, "
+      "symbolize, "
       "activity_buffer_kb, device_buffers, device_buffer_kb, signal_timeout, help, library_frames";
   const struct {
     const char* text;
@@ -267,6 +268,7 @@ TEST(Options, BadInputMessagesArePinned) {
       {"print_limit=", "option 'print_limit': '' is not a non-negative whole number"},
       {"summary=maybe", "option 'summary': 'maybe' is not a boolean (valid: 1, 0, true, false, yes, no)"},
       {"activity_buffer_kb=1", "option 'activity_buffer_kb': 1 is out of range (valid: 64 to 262144)"},
+      {"event_cache_kb=65537", "option 'event_cache_kb': 65537 is out of range (valid: 0 to 65536)"},
       {"device_buffers=1", "option 'device_buffers': 1 is out of range (valid: 2 to 250)"},
       {"device_buffers=251", "option 'device_buffers': 251 is out of range (valid: 2 to 250)"},
       {"flush_period=99ms",

@@ -29,7 +29,8 @@ inline constexpr size_t kLargestCached = 8 * 1024 * 1024;
 // The allocation fails (std::bad_alloc) only when a mapping cannot be made even once the cache was given back.
 void* allocate(size_t bytes);
 void deallocate(void* p, size_t bytes) noexcept;
-// The most freed memory the cache may hold from now on (kCacheBytes until set); what it holds past it is unmapped.
+// The most freed memory the cache may hold from now on (kCacheBytes until set; blocks of kLargestCached at most,
+// whatever the limit). What it held is unmapped: set at the start, before anything waits.
 void set_cache_limit(size_t bytes);
 // Unmaps what the cache holds: the heap given back once the analysis drained after falling behind
 // (analysis/feed_threads.h), and a fresh start for the tests.

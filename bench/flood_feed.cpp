@@ -141,6 +141,7 @@ ApiCall make_call(rules::ApiKind api, uint32_t thread, uint64_t stream, uint64_t
 
 void program_thread(uint32_t t, uint32_t threads, uint64_t calls, double per_s, ThreadLog& log, Gpu& gpu) {
   const size_t share = std::max(kRoundCalls, kMaxBacklog / (2 * threads));  // interpose/capture.cpp
+  bool launched_past_cap = false;
   const uint64_t stream = 0x1000 + t;
   const uint32_t stream_id = 100 + t;
   uint64_t gpu_free = 0;  // when the stream's last op ends
@@ -206,7 +207,10 @@ void program_thread(uint32_t t, uint32_t threads, uint64_t calls, double per_s, 
       // As the capture appends each call: past the thread's share of the backlog limit, shed or lost (at_thread).
       std::lock_guard lock(log.mu);
       for (const ApiCall& c : made) {
-        switch (at_thread(c, log.calls.size(), share, /*function_launched_before=*/done > 4, kThresholdNs)) {
+        // The capture remembers the launches it saw past the limit: the first one past it is kept.
+        const bool launched_before = c.call.api == rules::ApiKind::KernelLaunch && log.calls.size() >= share &&
+                                     std::exchange(launched_past_cap, true);
+        switch (at_thread(c, log.calls.size(), share, launched_before, kThresholdNs)) {
           case AtThread::Keep: log.calls.push_back(c); break;
           case AtThread::Lose: ++log.lost; [[fallthrough]];
           case AtThread::Shed: ++log.shed; break;
@@ -323,7 +327,13 @@ int main(int argc, char** argv) {
   sampler.join();
   // What the threads and the GPU still hold goes to finish(), as the capture's exit does.
   decltype(EventLog::calls) rest;
-  for (auto& l : s.logs) rest.insert(rest.end(), l->calls.begin(), l->calls.end());
+  uint64_t shed = 0, lost = 0;
+  for (auto& l : s.logs) {
+    rest.insert(rest.end(), l->calls.begin(), l->calls.end());
+    shed += l->shed;
+    lost += l->lost;
+  }
+  feed.count_shed(shed, lost);
   StreamingAnalysis::Result r = feed.finish(std::move(rest), s.gpu.take(UINT64_MAX), {});
   const double all_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const FeedStats st = feed.stats();

@@ -7,10 +7,11 @@
 #   small=build/lib/libasynccheck.so@event_cache_kb=2048.
 # Prints one line a run: `FLOOD name=... round=... peak_kb=... shed=... ns_per_call=...`: the peak is the program's
 # own (getrusage of the child once it has exited: the exit's analysis included), `shed` the calls the library's stats
-# line says it shed (- for bare and the floor). A library that is missing, or a run under one that printed no stats
-# line (not loaded, or monitoring off), stops the script with the run's output.
+# line says it shed (- for bare and the floor). A library that is missing, a run under one whose monitoring was off
+# (require_monitoring=1: a bad option, no driver, another CUPTI client) or that printed no stats line stops the
+# script with the run's output. LIBRARY paths may not hold '@'.
 set -euo pipefail
-build=$(cd "${1:?usage: flood-memory.sh BUILD_DIR ROUNDS CALLS_PER_THREAD THREADS [NAME=LIBRARY ...]}" && pwd)
+build=$(cd "${1:?usage: flood-memory.sh BUILD_DIR ROUNDS CALLS_PER_THREAD THREADS [NAME=LIBRARY[@OPTIONS] ...]}" && pwd)
 rounds=${2:?rounds}
 calls=${3:?calls per thread}
 threads=${4:?threads}
@@ -25,19 +26,21 @@ done
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-# The child's peak resident memory in KiB, its output in $log.
-peak_of() {
-  python3 -c 'import resource, subprocess, sys
+# The child's peak resident memory in KiB, its output in $log. PRELOAD and OPTIONS reach the child alone, not this
+# python: the peak counts the image the child's exec replaced (this python's ~14 MB, far below a flood's).
+peak_of() {  # peak_of PRELOAD OPTIONS PROGRAM ARGS...
+  python3 -c 'import os, resource, subprocess, sys
+env = dict(os.environ, LD_PRELOAD=sys.argv[2], ASYNCCHECK_OPTIONS=sys.argv[3])
 with open(sys.argv[1], "w") as log:
-    rc = subprocess.run(sys.argv[2:], stdout=log, stderr=subprocess.STDOUT).returncode
+    rc = subprocess.run(sys.argv[4:], stdout=log, stderr=subprocess.STDOUT, env=env).returncode
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 sys.exit(rc)' "$log" "$@"
 }
 
 run() {  # run NAME [PRELOAD [OPTIONS]]
   local name=$1 preload=${2:-} options=${3:-} peak shed
-  if ! peak=$(LD_PRELOAD=$preload ASYNCCHECK_OPTIONS=stats=1$options peak_of "$build/bench/api_calls" "$calls" "$threads"); then
-    echo "flood-memory: $name, round $r: the program failed:" >&2
+  if ! peak=$(peak_of "$preload" "stats=1:require_monitoring=1$options" "$build/bench/api_calls" "$calls" "$threads"); then
+    echo "flood-memory: $name, round $r: the program failed (or ran unmonitored):" >&2
     cat "$log" >&2
     exit 1
   fi

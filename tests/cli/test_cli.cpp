@@ -358,10 +358,10 @@ TEST_F(Cli, ProgramOutputAndExitCodePassThrough) {
 TEST_F(Cli, LibraryOptionsReachTheProgram) {
   const Result r =
       asynccheck({"--device-buffers=16", "--device-buffer-kb=1024", "--flush-period=2s", "--activity-buffer-kb=128",
-                  "--compact-backlog=0", "--", "/bin/sh", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});
+                  "--compact-backlog=0", "--event-cache-kb=0", "--", "/bin/sh", "-c", "echo \"$ASYNCCHECK_OPTIONS\""});
   EXPECT_EQ(r.code(), 0) << r.err;
   for (const char* want : {"device_buffers=16", "device_buffer_kb=1024", "flush_period=2000000000ns",
-                           "activity_buffer_kb=128", "compact_backlog=0", "summary=0"}) {
+                           "activity_buffer_kb=128", "compact_backlog=0", "event_cache_kb=0", "summary=0"}) {
     EXPECT_NE((":" + r.out).find(std::string(":") + want), std::string::npos) << want << " in " << r.out;
   }
   // A value with the separator in it is quoted, so that the library reads it whole (it read "nvtx" once).

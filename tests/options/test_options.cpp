@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "analysis/event_memory.h"
 #include "options/nearest.h"
 #include "options/options.h"
 
@@ -18,6 +19,16 @@ TEST(Options, DefaultsComeFromTheTable) {
   EXPECT_FALSE(o.overwrite);
   EXPECT_TRUE(o.summary);
   EXPECT_EQ(o.print_limit, 10u);
+}
+
+// event_cache_kb's default is the event memory's own, and both ends of its range are taken.
+TEST(Options, TheEventCacheDefaultsToTheEventMemorysAndTakesItsWholeRange) {
+  EXPECT_EQ(size_t{Options{}.event_cache_kb} * 1024, event_memory::kCacheBytes);
+  for (const char* text : {"event_cache_kb=0", "event_cache_kb=65536"}) {
+    Options o;
+    std::string error;
+    EXPECT_TRUE(parse_options(text, o, error)) << text << ": " << error;
+  }
 }
 
 TEST(Options, ParsesEverySeparatorAndLaterItemsWin) {

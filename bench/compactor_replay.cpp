@@ -39,11 +39,14 @@
 #include <vector>
 
 #include "analysis/feed.h"
+#include "bench/proc_memory.h"
 #include "analysis/pace.h"
 #include "analysis/recording.h"
 #include "report/trace_stream.h"
 
 using namespace asynccheck;
+using asynccheck::bench::rss_kb;
+using asynccheck::bench::status_kb;
 
 namespace {
 
@@ -52,22 +55,6 @@ double thread_cpu_s() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-long status_kb(const char* field) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(field, 0) == 0) return std::strtol(line.c_str() + std::strlen(field), nullptr, 10);
-  }
-  return 0;
-}
-
-long rss_kb() {
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * 4;
 }
 
 }  // namespace

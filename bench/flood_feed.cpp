@@ -40,11 +40,14 @@
 #include <vector>
 
 #include "analysis/feed.h"
+#include "bench/proc_memory.h"
 #include "analysis/feed_threads.h"
 #include "analysis/pace.h"
 #include "analysis/event_memory.h"
 
 using namespace asynccheck;
+using asynccheck::bench::rss_kb;
+using asynccheck::bench::status_kb;
 
 namespace {
 
@@ -61,15 +64,6 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
           .count());
-}
-
-long status_kb(const char* field) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(field, 0) == 0) return std::strtol(line.c_str() + std::strlen(field), nullptr, 10);
-  }
-  return 0;
 }
 
 // One program thread's buffer, as interpose/capture_state.h's ThreadLog.
@@ -107,12 +101,6 @@ struct Peak {
   size_t arena_used = 0, arena_free = 0, mapped = 0;
   uint64_t events_mapped = 0, events_cached = 0;  // event_memory.h: its mappings' sizes, and what its cache holds
 };
-long rss_kb() {
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
 void sample_loop(std::atomic<bool>& stop, Peak& peak) {
   while (!stop.load()) {
     const long rss = rss_kb();

@@ -5,8 +5,8 @@
 // holes: in an 8-thread flood a fifth of what we added to the program's memory was free memory in the arenas
 // (docs/performance.md). Here a large vector's memory is a mapping of a power-of-two size, and a freed one waits in
 // one cache, shared by every thread, for the next vector of its size: the same pages serve the threads' buffers, the
-// rounds and the chunks in turn, and never more than kCacheBytes of them wait. Small vectors (a quiet program's) stay
-// with malloc; the largest get a mapping each.
+// rounds and the chunks in turn, and never more than the cache's limit of them wait (kCacheBytes by default). Small
+// vectors (a quiet program's) stay with malloc; the largest get a mapping each.
 #pragma once
 
 #include <cstddef>

@@ -96,6 +96,15 @@ void AnalysisFeed::count_shed_locked(uint64_t calls, uint64_t lost) {
   if (lost != 0) complete_ = false;
 }
 
+// Marks only accumulate: fewer than were given before come from a caller that could not read them (the capture's
+// finish() when a thread stopped holding its lock), and the final judgement must not lose them (the time a call
+// spent creating the context would read as the call's own cost).
+void AnalysisFeed::take_marks(std::vector<Mark> marks) {
+  if (marks.size() < marks_.size()) return;
+  marks_ = std::move(marks);
+  marks_new_ = true;
+}
+
 // What the collecting side counted, to the analysis: with a chunk, and at the end.
 void AnalysisFeed::hand_over_counts() {
   if (marks_new_) analysis_.set_marks(marks_);
@@ -253,8 +262,7 @@ void AnalysisFeed::add(CallVector calls, OpVector ops, std::vector<Mark> marks, 
   // keep up).
   for (auto& [op, rounds] : untimed_) ++rounds;
   for (GpuOp& op : untimed) untimed_.emplace_back(std::move(op), 0);
-  marks_ = std::move(marks);
-  marks_new_ = true;
+  take_marks(std::move(marks));
   merge_into(backlog_calls_, std::move(calls), by_start_call);
   merge_into(backlog_ops_, std::move(ops), by_start_op);
   stats_.peak_backlog = std::max<uint64_t>(stats_.peak_backlog, backlog_calls_.size());
@@ -379,8 +387,7 @@ StreamingAnalysis::Result AnalysisFeed::finish(CallVector calls, OpVector ops, s
   std::lock_guard alock(analysis_mu_);
   merge_into(backlog_calls_, std::move(calls), by_start_call);
   merge_into(backlog_ops_, std::move(ops), by_start_op);
-  marks_ = std::move(marks);
-  marks_new_ = true;
+  take_marks(std::move(marks));
   hand_over_counts();
   if (sink_) sink_->finishing();
   if (sink_) write_sink(backlog_calls_, backlog_ops_);  // copies: the analysis takes these

@@ -108,7 +108,8 @@ class AnalysisFeed {
   AnalysisFeed(const StreamingOptions& options, const rules::Environment& env, size_t chunk_calls,
                size_t max_backlog = 0);
 
-  // A round's batch: calls and ops in any order (sorted here), and every mark so far (they replace the previous).
+  // A round's batch: calls and ops in any order (sorted here), and every mark so far (they replace the previous, unless
+  // they are fewer: take_marks).
   // `delivered_ns`: when the batch was taken (the activity flush before it); an op that ended before the previous
   // batch's time counts as late (stats). `calls_before_ns`: every call that started before it has been added (or
   // counted with count_shed): the capture's horizon; newer than `delivered_ns` when the last flush was not forced
@@ -168,7 +169,8 @@ class AnalysisFeed {
   std::vector<Mark> marks_;
   bool marks_new_ = false;
   uint64_t unanalyzed_calls_ = 0, unanalyzed_ops_ = 0;
-  void hand_over_counts();  // both locks held
+  void hand_over_counts();                   // both locks held
+  void take_marks(std::vector<Mark> marks);  // under mu_
   // Bounded memory when the program makes calls faster than one thread can analyze them (many threads launching
   // flat out): the oldest half of the backlog loses its sheddable() calls, which are counted (carried.calls and
   // run.unanalyzed_calls) but not analyzed. What may change: evidence that would have named a shed call's work by

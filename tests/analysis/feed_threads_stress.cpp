@@ -73,7 +73,7 @@ EventLog with_untimed(EventLog log) {
 // which of the window's operations are still held when the run ends, rather than counted as let go, depends on where
 // the steps fell, and the report does not (the gtest two-thread tests compare whole JSON reports).
 std::string saved(AnalysisFeed& feed, const EventLog& original) {
-  EventLog out = feed.finish({}, {}, {}).log;
+  EventLog out = feed.finish({}, {}, original.marks).log;  // every mark, as the capture's finish() gives them
   copy_run_and_tables(original, out);
   const Analysis a = analyze(out, options_for(out));
   std::vector<std::string> lines;
@@ -168,7 +168,7 @@ int run() {
     AnalysisFeed small(compact_options(log, kMargin), log.run.env, chunk, limit);
     test_rounds::deliver_on_two_threads(small, log, rounds, chunk, limit);
     const FeedStats st = small.stats();
-    EventLog out = small.finish({}, {}, {}).log;
+    EventLog out = small.finish({}, {}, log.marks).log;
     const uint64_t unanalyzed = out.run.unanalyzed_calls;
     copy_run_and_tables(log, out);  // the tables the calls refer to; the run as the feed ended it:
     out.run.unanalyzed_calls = unanalyzed;

@@ -154,9 +154,10 @@ Builder ordinary_run(size_t launches) {
 
 // The capture's running compaction (analysis/feed.h): events delivered in rounds, the way the capture takes
 // them (the calls that returned and the work that ended before each round), compacted in small chunks.
-// What the compactor holds at the end, with what the capture's finish() adds from the run itself.
+// What the compactor holds at the end, with what the capture's finish() adds from the run itself. finish() is given
+// every mark, as the capture's is: what it judges last reads them (a call that created the context: its time).
 EventLog taken(AnalysisFeed& compactor, const EventLog& log, FeedStats* stats) {
-  EventLog out = compactor.finish({}, {}, {}).log;
+  EventLog out = compactor.finish({}, {}, log.marks).log;
   copy_run_and_tables(log, out);  // the marks too: the same the feed was given
   if (stats) *stats = compactor.stats();
   return out;
@@ -198,6 +199,22 @@ TEST(AnalysisFeed, EveryRecordingDeliveredInRoundsReportsTheSame) {
   }
   EXPECT_GT(recordings, 5u);
   EXPECT_GT(dropped, 0u);  // it did compact, not merely agree by keeping everything
+}
+
+// finish() given no marks (the capture's, when a thread stopped holding its lock) keeps those given before: the first
+// call, which created the context, is judged at the end by them as in a step, not as 100 ms of its own cost.
+TEST(AnalysisFeed, FinishWithoutMarksKeepsThoseGivenBefore) {
+  size_t checked = 0;
+  for (const auto& [path, original] : committed_recordings()) {
+    if (compacted(original) || original.marks.empty()) continue;
+    ++checked;
+    AnalysisFeed feed(compact_options(original, 200 * kUs), original.run.env, 1 << 20);
+    feed.add(original.calls, original.ops, original.marks, 0, 0);  // nothing settled: finish() judges every call
+    EventLog out = feed.finish({}, {}, {}).log;
+    copy_run_and_tables(original, out);
+    EXPECT_EQ(json_of(out), json_of(original)) << path;
+  }
+  EXPECT_GT(checked, 5u);
 }
 
 // The capture collects on one thread and analyzes on another (feed.h): chunks are analyzed while the next rounds

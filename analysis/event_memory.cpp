@@ -44,43 +44,20 @@ constinit Cache g_cache;
 [[maybe_unused]] const int g_fork_handlers =
     pthread_atfork([] { g_cache.mu.lock(); }, [] { g_cache.mu.unlock(); }, [] { g_cache.mu.unlock(); });
 
-Cache& cache() { return g_cache; }
-
-// Takes every cached block out (under the lock) and unmaps them (outside it).
-void release_cached() {
-  Cache& c = cache();
-  Block taken[kClasses * kPerClass];
-  size_t sizes[kClasses * kPerClass];
-  int n = 0;
-  {
-    std::lock_guard lock(c.mu);
-    for (int k = 0; k < kClasses; ++k) {
-      while (c.count[k] != 0) {
-        taken[n] = c.blocks[k][--c.count[k]];
-        sizes[n++] = class_bytes(k);
-        c.stats.mapped_bytes -= class_bytes(k);
-      }
-    }
-    c.cached_dirty = 0;
-  }
-  for (int i = 0; i < n; ++i) munmap(taken[i].p, sizes[i]);
-}
-
 // A new mapping, counted once it is made. When the address space is short (ulimit -v, overcommit off), the cache is
 // given back and the mapping tried again before the vector's allocation fails as malloc's would.
 void* map(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
-    release_cached();
+    release_cache();
     p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
   }
   // Resident memory is what this bounds: a transparent huge page would make a vector's first write 2 MiB of it.
   madvise(p, bytes, MADV_NOHUGEPAGE);
-  Cache& c = cache();
-  std::lock_guard lock(c.mu);
-  c.stats.mapped_bytes += bytes;
-  ++c.stats.maps;
+  std::lock_guard lock(g_cache.mu);
+  g_cache.stats.mapped_bytes += bytes;
+  ++g_cache.stats.maps;
   return p;
 }
 
@@ -90,14 +67,13 @@ void* allocate(size_t bytes) {
   if (bytes < kMappedFrom) return ::operator new(bytes);
   if (bytes > kLargestCached) return map(page_round(bytes));
   const int k = size_class(bytes);
-  Cache& c = cache();
   Block b;
   {
-    std::lock_guard lock(c.mu);
-    if (c.count[k] != 0) {
-      b = c.blocks[k][--c.count[k]];
-      c.cached_dirty -= b.dirty;
-      ++c.stats.reuses;
+    std::lock_guard lock(g_cache.mu);
+    if (g_cache.count[k] != 0) {
+      b = g_cache.blocks[k][--g_cache.count[k]];
+      g_cache.cached_dirty -= b.dirty;
+      ++g_cache.stats.reuses;
     }
   }
   if (b.p == nullptr) return map(class_bytes(k));
@@ -113,42 +89,57 @@ void deallocate(void* p, size_t bytes) noexcept {
     ::operator delete(p);
     return;
   }
-  Cache& c = cache();
   if (bytes > kLargestCached) {
     munmap(p, page_round(bytes));
-    std::lock_guard lock(c.mu);
-    c.stats.mapped_bytes -= page_round(bytes);
+    std::lock_guard lock(g_cache.mu);
+    g_cache.stats.mapped_bytes -= page_round(bytes);
     return;
   }
   const int k = size_class(bytes);
   const size_t dirty = page_round(bytes);  // a vector writes no further than its capacity
   {
-    std::lock_guard lock(c.mu);
-    if (c.count[k] < kPerClass && c.cached_dirty + dirty <= c.limit) {
-      c.blocks[k][c.count[k]++] = {p, dirty};
-      c.cached_dirty += dirty;
+    std::lock_guard lock(g_cache.mu);
+    if (g_cache.count[k] < kPerClass && g_cache.cached_dirty + dirty <= g_cache.limit) {
+      g_cache.blocks[k][g_cache.count[k]++] = {p, dirty};
+      g_cache.cached_dirty += dirty;
       return;
     }
-    c.stats.mapped_bytes -= class_bytes(k);
+    g_cache.stats.mapped_bytes -= class_bytes(k);
   }
   munmap(p, class_bytes(k));
 }
 
-void release_cache() { release_cached(); }
+// Takes every cached block out (under the lock) and unmaps them (outside it).
+void release_cache() {
+  Block taken[kClasses * kPerClass];
+  size_t sizes[kClasses * kPerClass];
+  int n = 0;
+  {
+    std::lock_guard lock(g_cache.mu);
+    for (int k = 0; k < kClasses; ++k) {
+      while (g_cache.count[k] != 0) {
+        taken[n] = g_cache.blocks[k][--g_cache.count[k]];
+        sizes[n++] = class_bytes(k);
+        g_cache.stats.mapped_bytes -= class_bytes(k);
+      }
+    }
+    g_cache.cached_dirty = 0;
+  }
+  for (int i = 0; i < n; ++i) munmap(taken[i].p, sizes[i]);
+}
 
 void set_cache_limit(size_t bytes) {
   {
-    std::lock_guard lock(cache().mu);
-    cache().limit = bytes;
+    std::lock_guard lock(g_cache.mu);
+    g_cache.limit = bytes;
   }
-  release_cached();  // set at the start, before anything is cached; a test's lower limit must not be exceeded
+  release_cache();  // set at the start, before anything is cached; a test's lower limit must not be exceeded
 }
 
 Stats stats() {
-  Cache& c = cache();
-  std::lock_guard lock(c.mu);
-  Stats s = c.stats;
-  s.cached_bytes = c.cached_dirty;
+  std::lock_guard lock(g_cache.mu);
+  Stats s = g_cache.stats;
+  s.cached_bytes = g_cache.cached_dirty;
   return s;
 }
 

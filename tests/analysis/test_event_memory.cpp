@@ -35,6 +35,13 @@ size_t resident_pages(void* p, size_t bytes) {
   return n;
 }
 
+// A vector of `bytes` written whole, then freed: into the cache when it has room for it.
+void free_written(size_t bytes) {
+  void* p = event_memory::allocate(bytes);
+  std::memset(p, 1, bytes);
+  event_memory::deallocate(p, bytes);
+}
+
 // Each test starts from an empty cache: what an earlier test in the process left there decides what is reused.
 class EventMemory : public ::testing::Test {
  protected:
@@ -44,9 +51,7 @@ class EventMemory : public ::testing::Test {
 
 TEST_F(EventMemory, SmallVectorsStayWithMalloc) {
   const event_memory::Stats before = event_memory::stats();
-  void* p = event_memory::allocate(kMappedFrom - 1);
-  std::memset(p, 1, kMappedFrom - 1);
-  event_memory::deallocate(p, kMappedFrom - 1);
+  free_written(kMappedFrom - 1);
   const event_memory::Stats after = event_memory::stats();
   EXPECT_EQ(after.maps, before.maps);
   EXPECT_EQ(after.reuses, before.reuses);
@@ -81,7 +86,7 @@ TEST_F(EventMemory, PagesASmallerVectorWillNotUseAreGivenBack) {
   event_memory::deallocate(q, small);
 }
 
-TEST_F(EventMemory, TheCacheKeepsAtMostItsLimit) {
+TEST_F(EventMemory, ManyFreedBlocksStayWithinTheDefaultLimit) {
   const size_t bytes = 2 * 1024 * 1024;
   std::vector<void*> blocks;
   for (size_t i = 0; i < 2 * kCacheBytes / bytes; ++i) {  // more than the cache may hold, of several sizes
@@ -97,31 +102,24 @@ TEST_F(EventMemory, TheCacheKeepsAtMostItsLimit) {
 // event_cache_kb: what the cache may hold, 0 for nothing (every large vector mapped and unmapped).
 TEST_F(EventMemory, TheCacheHoldsNoMoreThanItsLimit) {
   const size_t bytes = 2 * kMappedFrom;
-  void* p = event_memory::allocate(bytes);
-  std::memset(p, 1, bytes);
-  event_memory::deallocate(p, bytes);
+  free_written(bytes);
   ASSERT_EQ(event_memory::stats().cached_bytes, bytes);
   event_memory::set_cache_limit(bytes - 1);  // what it held past the new limit goes
   const event_memory::Stats lowered = event_memory::stats();
   EXPECT_EQ(lowered.cached_bytes, 0u);
-  void* q = event_memory::allocate(bytes);
-  std::memset(q, 1, bytes);
-  event_memory::deallocate(q, bytes);  // past the limit: unmapped, not cached
+  free_written(bytes);  // past the limit: unmapped, not cached
   const event_memory::Stats after = event_memory::stats();
   EXPECT_EQ(after.cached_bytes, 0u);
   EXPECT_EQ(after.mapped_bytes, lowered.mapped_bytes);
   EXPECT_EQ(after.maps, lowered.maps + 1);
   event_memory::set_cache_limit(bytes);
-  void* r = event_memory::allocate(bytes);
-  event_memory::deallocate(r, bytes);
+  free_written(bytes);
   EXPECT_EQ(event_memory::stats().cached_bytes, bytes);
 }
 
 TEST_F(EventMemory, ReleasingTheCacheUnmapsWhatItHolds) {
   const size_t bytes = 2 * kMappedFrom;
-  void* p = event_memory::allocate(bytes);
-  std::memset(p, 1, bytes);
-  event_memory::deallocate(p, bytes);
+  free_written(bytes);
   const event_memory::Stats cached = event_memory::stats();
   EXPECT_EQ(cached.cached_bytes, bytes);
   event_memory::release_cache();

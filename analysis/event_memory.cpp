@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <mutex>
 
@@ -57,6 +58,7 @@ void* map(size_t bytes) {
   madvise(p, bytes, MADV_NOHUGEPAGE);
   std::lock_guard lock(g_cache.mu);
   g_cache.stats.mapped_bytes += bytes;
+  g_cache.stats.peak_mapped_bytes = std::max(g_cache.stats.peak_mapped_bytes, g_cache.stats.mapped_bytes);
   ++g_cache.stats.maps;
   return p;
 }

@@ -39,8 +39,11 @@ void release_cache();
 struct Stats {
   uint64_t mapped_bytes = 0;  // sizes of the mappings now made, cached or in use
   uint64_t cached_bytes = 0;  // pages written to in the cached ones
-  uint64_t maps = 0;          // mappings made so far
-  uint64_t reuses = 0;        // allocations served from the cache
+  // The most mapped at once: what the event vectors and the cache held at their largest, written to or not (a
+  // vector's capacity past its size may not be resident).
+  uint64_t peak_mapped_bytes = 0;
+  uint64_t maps = 0;    // mappings made so far
+  uint64_t reuses = 0;  // allocations served from the cache
 };
 Stats stats();
 

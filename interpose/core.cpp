@@ -220,9 +220,9 @@ std::string stats_line(const EventLog& log) {
     << counted(st.overdue_records, "record") << " given up on (10 s overdue); "
     << counted(capture::stacks_walked(), "call stack") << " walked; "
     << counted(cupti::untimed_records(), "GPU operation") << " untimed; event memory "
-    << em.mapped_bytes / (1024 * 1024) << " MiB mapped (" << em.cached_bytes / (1024 * 1024) << " MiB cached), "
-    << em.maps << " mappings made, " << em.reuses << " reused; peak RSS of the process " << ru.ru_maxrss / 1024
-    << " MiB";
+    << em.mapped_bytes / (1024 * 1024) << " MiB mapped (" << em.cached_bytes / (1024 * 1024) << " MiB cached, at most "
+    << em.peak_mapped_bytes / (1024 * 1024) << " MiB mapped at once), " << em.maps << " mappings made, " << em.reuses
+    << " reused; peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
   return o.str();
 }
 

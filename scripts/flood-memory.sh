@@ -7,9 +7,12 @@
 #   small=build/lib/libasynccheck.so@event_cache_kb=2048.
 # Prints one line a run: `FLOOD name=... round=... peak_kb=... shed=... ns_per_call=...`: the peak is the program's
 # own (getrusage of the child once it has exited: the exit's analysis included), `shed` the calls the library's stats
-# line says it shed (- for bare and the floor). A library that is missing, a run under one whose monitoring was off
+# line says it shed (- for bare and the floor), and its backlog and window peaks (calls). A library that is missing, a run under one whose monitoring was off
 # (require_monitoring=1: a bad option, no driver, another CUPTI client) or that printed no stats line stops the
 # script with the run's output. LIBRARY paths may not hold '@'.
+# MEM_SAMPLER=1: every run (bare too) also preloads BUILD_DIR/bench/libmem_sampler.so, and its line adds what the
+# peak was made of (bench/mem_sampler.cpp: malloc's arenas and mappings, the rest) and, under the library, the most
+# its event memory mapped at once (`event_peak_mib`).
 set -euo pipefail
 build=$(cd "${1:?usage: flood-memory.sh BUILD_DIR ROUNDS CALLS_PER_THREAD THREADS [NAME=LIBRARY[@OPTIONS] ...]}" && pwd)
 rounds=${2:?rounds}
@@ -23,6 +26,11 @@ options_of() { case $1 in *@*) echo ":${1#*@}" ;; esac; }
 for spec in "floor=$build/bench/libcupti_floor.so" "${libs[@]}"; do
   [ -f "$(library_of "$spec")" ] || { echo "flood-memory: ${spec%%=*}: no such library: $(library_of "$spec")" >&2; exit 2; }
 done
+sampler=
+if [ "${MEM_SAMPLER:-0}" = 1 ]; then
+  sampler=$build/bench/libmem_sampler.so
+  [ -f "$sampler" ] || { echo "flood-memory: MEM_SAMPLER=1: no such library: $sampler" >&2; exit 2; }
+fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
@@ -38,7 +46,8 @@ sys.exit(rc)' "$log" "$@"
 }
 
 run() {  # run NAME [PRELOAD [OPTIONS]]
-  local name=$1 preload=${2:-} options=${3:-} peak shed
+  local name=$1 preload=${2:-} options=${3:-} peak shed parts=
+  [ -n "$sampler" ] && preload=$sampler${preload:+:$preload}
   if ! peak=$(peak_of "$preload" "stats=1:require_monitoring=1$options" "$build/bench/api_calls" "$calls" "$threads"); then
     echo "flood-memory: $name, round $r: the program failed (or ran unmonitored):" >&2
     cat "$log" >&2
@@ -50,7 +59,15 @@ run() {  # run NAME [PRELOAD [OPTIONS]]
     exit 1
   fi
   shed=$(sed -n 's/.* \([0-9]*\) calls\{0,1\} shed at the compact_backlog limit.*/\1/p' "$log")
-  echo "FLOOD name=$name round=$r peak_kb=$peak shed=${shed:--} $(grep -o 'ns_per_call=[0-9.]*' "$log")"
+  if [ "$name" != bare ] && [ "$name" != floor ]; then
+    parts=" backlog_peak=$(sed -n 's/.*backlog peak \([0-9]*\) call.*/\1/p' "$log") window_peak=$(sed -n 's/.*window peak \([0-9]*\) call.*/\1/p' "$log")"
+  fi
+  if [ -n "$sampler" ]; then
+    # The program's line: the largest (a process the library starts, addr2line, is sampled too).
+    parts+=" $(sed -n 's/^MEMSAMPLE //p' "$log" | sort -t= -k2,2nr | head -1)"
+    parts+=" event_peak_mib=$(sed -n 's/.* at most \([0-9]*\) MiB mapped at once.*/\1/p' "$log")"
+  fi
+  echo "FLOOD name=$name round=$r peak_kb=$peak shed=${shed:--} $(grep -o 'ns_per_call=[0-9.]*' "$log")$parts"
 }
 
 for r in $(seq 1 "$rounds"); do

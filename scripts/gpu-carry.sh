@@ -34,4 +34,5 @@ put bench/api_calls
 put bench/libcupti_floor.so
 put bench/startup
 put bench/libpc_sampler.so
+put bench/libmem_sampler.so
 du -sh "$carry"

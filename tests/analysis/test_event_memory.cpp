@@ -195,6 +195,23 @@ TEST_F(EventMemory, TheLargestVectorsAreNeverCached) {
   EXPECT_EQ(after.mapped_bytes, before.mapped_bytes);
 }
 
+// The peak counts what was mapped at once, and stays once it is freed: the stats line's "at most" is the largest the
+// vectors and the cache were, not what is mapped at the end.
+TEST_F(EventMemory, ThePeakIsWhatWasMappedAtOnce) {
+  const size_t bytes = kLargestCached + 1;  // never cached: each a mapping of its own
+  const event_memory::Stats before = event_memory::stats();
+  void* p = event_memory::allocate(bytes);
+  void* q = event_memory::allocate(bytes);
+  const event_memory::Stats both = event_memory::stats();
+  event_memory::deallocate(p, bytes);
+  event_memory::deallocate(q, bytes);
+  const event_memory::Stats after = event_memory::stats();
+  EXPECT_EQ(both.mapped_bytes, before.mapped_bytes + 2 * ((bytes + 4095) / 4096 * 4096));
+  EXPECT_GE(both.peak_mapped_bytes, both.mapped_bytes);
+  EXPECT_EQ(after.peak_mapped_bytes, both.peak_mapped_bytes);
+  EXPECT_EQ(after.mapped_bytes, before.mapped_bytes);
+}
+
 TEST_F(EventMemory, EventVectorsGrowMoveAndSwapThroughIt) {
   CallVector a, b;
   for (uint64_t i = 0; i < 4 * kMappedFrom / sizeof(ApiCall); ++i) {

@@ -7,7 +7,7 @@
 //   Each program thread makes the cycle of bench/api_calls (a launch of one kernel, a 256 B pinned copy, an event
 //   record, a stream query, on a non-blocking stream of its own) and a stream synchronize every 256 calls, as
 //   ApiCalls appended to a buffer of its own under its lock (past its share of the backlog limit, shed or lost:
-//   feed.h, at_thread), its buffer swapped for a spare by the collecting thread, as the capture's threads do
+//   feed.h, at_thread), its buffer swapped for the one spare by the collecting thread, as the capture's threads do
 //   (interpose/capture.cpp, capture_state.h). The calls come at CALLS_PER_S in all (1M by
 //   default, an 8-thread api_calls' pace on an H100) in bursts of a millisecond's worth, the calls' times spread over
 //   it, so that the program's threads take little of the machine's CPU: the two analysis threads need it.
@@ -69,7 +69,7 @@ uint64_t now_ns() {
 // One program thread's buffer, as interpose/capture_state.h's ThreadLog.
 struct ThreadLog {
   std::mutex mu;
-  decltype(EventLog::calls) calls, spare;
+  decltype(EventLog::calls) calls;
   std::atomic<size_t> pending{0};
   std::atomic<uint64_t> open_since{0};  // the start of the burst being appended (its calls are in no buffer yet)
   uint64_t shed = 0, lost = 0;          // past the thread's share of the backlog limit (feed.h: at_thread)
@@ -218,6 +218,7 @@ struct Shared {
   AnalysisFeed* feed = nullptr;
   FeedThreads loops;
   uint64_t last_forced_ns = 0, records_ns = 0;  // the collecting thread's, as the capture's Global
+  decltype(EventLog::calls) spare;              // likewise
 };
 
 size_t pending(Shared& s) {
@@ -236,25 +237,22 @@ uint64_t take_round(Shared& s) {
   const bool forced = force_flush(now, s.records_ns, kFlushPeriodNs, backlog, kMaxBacklog, front);
   if (forced) s.last_forced_ns = now;
   decltype(EventLog::ops) ops = s.gpu.take(forced ? now : now - kRecordLagNs);
-  decltype(EventLog::calls) calls;
+  decltype(EventLog::calls) calls = round_for(s.logs);
   uint64_t horizon = now, shed = 0, lost = 0;
   for (auto& l : s.logs) {
     decltype(EventLog::calls) taken;
-    if (l->spare.capacity() == 0) l->spare.reserve(kRoundCalls);
+    ready_spare(s.spare, l->pending.load(std::memory_order_relaxed), kRoundCalls);
     {
       std::lock_guard lock(l->mu);
       taken.swap(l->calls);
-      l->calls.swap(l->spare);
+      l->calls.swap(s.spare);
       l->pending.store(0, std::memory_order_relaxed);
       shed += std::exchange(l->shed, 0);
       lost += std::exchange(l->lost, 0);
       const uint64_t since = l->open_since.load(std::memory_order_acquire);
       if (since != 0 && since < horizon) horizon = since;
     }
-    calls.insert(calls.end(), taken.begin(), taken.end());
-    const bool keep = taken.capacity() <= 2 * kRoundCalls && taken.size() * 4 >= taken.capacity();
-    taken.clear();
-    if (keep && l->spare.capacity() < taken.capacity()) l->spare.swap(taken);
+    return_taken(taken, s.spare, calls, kRoundCalls);
   }
   s.feed->add(std::move(calls), std::move(ops), {}, s.last_forced_ns, horizon);
   s.feed->count_shed(shed, lost);

@@ -53,15 +53,13 @@ Horizons take_from_threads(Global& g) {
     marks = g.marks;
   }
   uint64_t horizon = now;
-  CallVector calls;
+  CallVector calls = round_for(threads);
   uint64_t shed = 0, lost = 0;
   for (ThreadLog* t : threads) {
-    // The thread waits on its lock while we hold it: only swap buffers here (an allocation only the first time,
-    // so that the thread does not reallocate as it appends); the copy happens outside. A thread stopped while
-    // holding its lock (a signal) is skipped, and stays open.
+    // The thread waits on its lock while we hold it: only swap buffers here (feed_threads.h); the copy happens
+    // outside. A thread stopped while holding its lock (a signal) is skipped, and stays open.
     CallVector taken;
-    const size_t expected = t->pending.load(std::memory_order_relaxed);
-    if (t->spare.capacity() == 0) t->spare.reserve(std::max<size_t>(4096, std::min(expected, g.round_calls)));
+    ready_spare(g.spare, t->pending.load(std::memory_order_relaxed), g.round_calls);
     if (!lock_within(t->mu, std::chrono::milliseconds(50))) {
       horizon = 0;
       continue;
@@ -69,7 +67,7 @@ Horizons take_from_threads(Global& g) {
     {
       std::lock_guard lock(t->mu, std::adopt_lock);
       taken.swap(t->calls);
-      t->calls.swap(t->spare);
+      t->calls.swap(g.spare);
       shed += std::exchange(t->shed, 0);
       lost += std::exchange(t->lost, 0);
       t->pending.store(0, std::memory_order_relaxed);
@@ -79,13 +77,7 @@ Horizons take_from_threads(Global& g) {
       if (since != 0 && since < horizon) horizon = since;
     }
     // A copy, not a move, even for one thread: the buffer goes back (a round's copy is a few MB on our thread).
-    calls.insert(calls.end(), taken.begin(), taken.end());
-    // Back as the next round's buffer, unless it is larger than two rounds (a burst while the analysis was behind)
-    // or was mostly empty (a thread that makes few calls, or none any more, e.g. one that exited): then freed, and
-    // the next round allocates what that round needs.
-    const bool keep = taken.capacity() <= 2 * g.round_calls && taken.size() * 4 >= taken.capacity();
-    taken.clear();
-    if (keep && t->spare.capacity() < taken.capacity()) t->spare.swap(taken);
+    return_taken(taken, g.spare, calls, g.round_calls);
   }
   const auto t2 = std::chrono::steady_clock::now();
   g.feed->count_round_times(static_cast<uint64_t>(std::chrono::nanoseconds(t1 - t0).count()),

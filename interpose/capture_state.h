@@ -40,11 +40,6 @@ struct ThreadLog {
   // behind the program: feed.h, at_thread); `lost` of them were not ordinary (AtThread::Lose). Guarded by mu.
   uint64_t shed = 0;
   uint64_t lost = 0;
-  // The buffer `calls` was before the last round took it, emptied, for the next round to swap in. A buffer the
-  // thread fills afresh each round costs it a page fault every 28 calls (~35 faults per 1000 calls in
-  // bench/api_calls on the H200); this one's pages stay mapped. Only the collecting thread touches it (the swap
-  // into `calls` is under mu).
-  CallVector spare;
 };
 
 struct Global {
@@ -83,6 +78,9 @@ struct Global {
   std::mutex central_mu;               // start() and finish(); guards `feed`, which the two threads share (feed.h)
   std::unique_ptr<AnalysisFeed> feed;  // made by start() when the analysis streams
   FeedThreads loops;                   // the collecting and the analyzing thread's (analysis/feed_threads.h)
+  // The buffer a round swaps in for a thread's `calls` (analysis/feed_threads.h: ready_spare, return_taken). Only
+  // the collecting thread touches it.
+  CallVector spare;
 };
 
 // A round starts when the threads hold Global::round_calls calls (compact_round, 4k by default), or

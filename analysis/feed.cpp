@@ -13,19 +13,6 @@ namespace {
 // Moves [begin, until) out of `v`: the whole vector when that is all of it (no copy). Otherwise the smaller part
 // moves to a vector of its own: a round a little over a chunk (the common case: the threads append while a round
 // is taken) then copies its few last calls, not a chunk's worth beside the backlog that still holds them.
-template <typename Vector>
-Vector take_front(Vector& v, typename Vector::iterator until) {
-  if (until == v.end()) return std::exchange(v, {});
-  if (until - v.begin() < v.end() - until) {
-    Vector front(std::make_move_iterator(v.begin()), std::make_move_iterator(until));
-    v.erase(v.begin(), until);
-    return front;
-  }
-  Vector rest(std::make_move_iterator(until), std::make_move_iterator(v.end()));
-  v.erase(until, v.end());
-  return std::exchange(v, std::move(rest));
-}
-
 bool by_start_call(const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); }
 bool by_start_op(const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); }
 
@@ -46,7 +33,7 @@ AnalysisFeed::AnalysisFeed(const StreamingOptions& options, const rules::Environ
       analysis_(options, env),
       max_backlog_(max_backlog == 0 ? 0 : std::max<size_t>(2, max_backlog)) {}  // shedding keeps half: at least 1
 
-void AnalysisFeed::remember_launches(const CallVector& calls) {
+void AnalysisFeed::remember_launches(std::span<const ApiCall> calls) {
   for (const ApiCall& c : calls) {
     if (c.call.api == rules::ApiKind::KernelLaunch) launched_.insert(c.function);
   }
@@ -345,11 +332,14 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   const size_t chunk = backlog_calls_.size() > 2 * chunk_calls_ ? 2 * chunk_calls_ : chunk_calls_;
   const size_t k = std::min(chunk, backlog_calls_.size());
   const uint64_t next = k < backlog_calls_.size() ? backlog_calls_[k].start_ns : UINT64_MAX;
-  CallVector calls = take_front(backlog_calls_, backlog_calls_.begin() + static_cast<std::ptrdiff_t>(k));
+  // The chunk goes from the backlog's front straight into the window, and the backlog keeps its memory for the next
+  // rounds: taken out as a vector of its own, the chunk was one more copy of up to 32k calls beside the window's,
+  // and the backlog (the rest, when the chunk was most of it) grew again from nothing, copied at each doubling.
+  const std::span<const ApiCall> front(backlog_calls_.data(), k);
   // Every record that came: a call's description reads its own work, which may start after later calls began (queued
   // work). The window keeps work until every call that may read it was judged (streaming.h).
   OpVector ops = std::exchange(backlog_ops_, {});
-  remember_launches(calls);
+  remember_launches(front);
   // The chunk is in the analysis before the backlog is let go: the collecting side never sees its calls in neither.
   // A sink gets a copy, written once the backlog's lock is let go.
   std::lock_guard alock(analysis_mu_);
@@ -357,12 +347,15 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   CallVector sink_calls;
   OpVector sink_ops;
   if (sink_) {
-    sink_calls = calls;
+    sink_calls.assign(front.begin(), front.end());
     sink_ops = ops;
   }
-  analysis_.add(std::move(calls), std::move(ops));
-  OpVector released = release_untimed(false);
+  analysis_.add_copy(front, std::move(ops));
+  backlog_calls_.erase(backlog_calls_.begin(), backlog_calls_.begin() + static_cast<std::ptrdiff_t>(k));
   const bool drained = backlog_calls_.empty();
+  // Drained, its memory goes (the next round moves its own vector in); a flood keeps it from round to round.
+  if (drained) CallVector().swap(backlog_calls_);
+  OpVector released = release_untimed(false);
   lock.unlock();
   write_sink(std::move(sink_calls), std::move(sink_ops));
   write_sink({}, std::move(released));

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <span>
 #include <unordered_set>
 #include <vector>
 
@@ -188,7 +189,7 @@ class AnalysisFeed {
   template <typename Drop>
   size_t shed_oldest(size_t down_to, Drop drop);
   void drop_orphan_work();
-  void remember_launches(const CallVector& calls);
+  void remember_launches(std::span<const ApiCall> calls);
 
   // Work CUPTI delivered untimed (start and end 0: cupti/activity.cpp): sorted by start it would go into the
   // analysis' window ahead of the call that enqueued it, be dropped there as nobody's work, and that call would then

@@ -23,8 +23,13 @@ StreamingAnalysis::~StreamingAnalysis() = default;
 StreamingAnalysis::StreamingAnalysis(StreamingAnalysis&&) noexcept = default;
 StreamingAnalysis& StreamingAnalysis::operator=(StreamingAnalysis&&) noexcept = default;
 
-void StreamingAnalysis::add(CallVector calls, OpVector ops) {
-  analyzer_->counts().calls_watched += calls.size();
+namespace {
+bool call_before(const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); }
+bool op_before(const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); }
+}  // namespace
+
+void StreamingAnalysis::count_added(size_t calls, const OpVector& ops) {
+  analyzer_->counts().calls_watched += calls;
   ops_seen_ += ops.size();
   for (const GpuOp& op : ops) {
     if (op.kind != GpuOpKind::Kernel || op.name.empty()) continue;
@@ -32,9 +37,19 @@ void StreamingAnalysis::add(CallVector calls, OpVector ops) {
     auto [it, fresh] = first_kernels_.try_emplace(op.name, op);
     if (!fresh && before_in_log(op, it->second)) it->second = op;
   }
-  // Calls come after those described (the caller's promise): the merge leaves the described ones where they are.
-  merge_into(window_.calls, std::move(calls), [](const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); });
-  merge_into(window_.ops, std::move(ops), [](const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); });
+}
+
+// Calls come after those described (the caller's promise): the merges leave the described ones where they are.
+void StreamingAnalysis::add(CallVector calls, OpVector ops) {
+  count_added(calls.size(), ops);
+  merge_into(window_.calls, std::move(calls), call_before);
+  merge_into(window_.ops, std::move(ops), op_before);
+}
+
+void StreamingAnalysis::add_copy(std::span<const ApiCall> calls, OpVector ops) {
+  count_added(calls.size(), ops);
+  merge_range_into(window_.calls, calls.begin(), calls.end(), call_before);
+  merge_into(window_.ops, std::move(ops), op_before);
 }
 
 void StreamingAnalysis::set_marks(std::vector<Mark> marks) { window_.marks = std::move(marks); }

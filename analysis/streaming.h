@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -70,6 +71,9 @@ class StreamingAnalysis {
   // Calls in log order (before_in_log), none before a call described already (everything that started before the
   // horizon has come); GPU operations in any order.
   void add(CallVector calls, OpVector ops);
+  // As add(), the calls copied from a range in log order: the feed's backlog hands its front over without a vector of
+  // the chunk in between.
+  void add_copy(std::span<const ApiCall> calls, OpVector ops);
   void set_marks(std::vector<Mark> marks);  // every mark so far (they replace the previous ones)
   // Calls and GPU operations counted but never given to us (the capture shed them: feed.h).
   void count_unanalyzed(uint64_t calls, uint64_t ops);
@@ -96,6 +100,7 @@ class StreamingAnalysis {
   Result finish();
 
  private:
+  void count_added(size_t calls, const OpVector& ops);
   void fold(std::vector<Finding>& findings);
   uint32_t keep_op(size_t window_op);
   uint32_t keep(const GpuOp& op);  // into the result's ops once: its index there

@@ -1,5 +1,5 @@
-// sort_by and merge_into (analysis/sorted_merge.h): the feed's backlog and the analysis' window depend on them
-// being exactly a stable sort, whatever runs the input is made of.
+// sort_by, merge_into and merge_range_into (analysis/sorted_merge.h): the feed's backlog and the analysis' window
+// depend on them being exactly a stable sort, whatever runs the input is made of.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,6 +83,28 @@ TEST(SortedMerge, MergeIntoIsAStableMergeWhereverTheNewEventsFall) {
           merge_into(into, std::move(more), by_key);
           ASSERT_EQ(into, want) << held << " held, " << added << " added, shift " << shift << ", " << keys << " keys";
         }
+      }
+    }
+  }
+}
+
+// The feed hands the window its backlog's front as a range (feed.cpp, compact_chunk): copied in, merged as
+// merge_into merges, and the backlog it came from left as it was.
+TEST(SortedMerge, MergeRangeIntoCopiesASortedRangeIn) {
+  std::mt19937 rng(17);
+  for (size_t held : {0, 1, 100}) {
+    for (size_t taken : {0, 1, 50, 300}) {
+      for (int shift : {-100, 0, 100}) {
+        std::vector<Item> into = made(rng, held, 1, 20, 0);
+        std::vector<Item> backlog = made(rng, 300, 1, 20, 0);
+        for (Item& x : backlog) x.key += 20 + shift, x.seq += 10'000;
+        const std::vector<Item> source = backlog;
+        std::vector<Item> want = into;
+        want.insert(want.end(), backlog.begin(), backlog.begin() + static_cast<std::ptrdiff_t>(taken));
+        std::stable_sort(want.begin(), want.end(), by_key);
+        merge_range_into(into, backlog.cbegin(), backlog.cbegin() + static_cast<std::ptrdiff_t>(taken), by_key);
+        ASSERT_EQ(into, want) << held << " held, " << taken << " taken, shift " << shift;
+        ASSERT_EQ(backlog, source);
       }
     }
   }

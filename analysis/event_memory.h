@@ -20,8 +20,9 @@ namespace event_memory {
 inline constexpr size_t kMappedFrom = 128 * 1024;
 // By default at most this much freed memory (pages written to, not sizes) waits to be used again (the event_cache_kb
 // option: set_cache_limit); past it, a freed mapping is unmapped. What it holds is still resident: it is part of the
-// memory a run adds, and bounds it.
-inline constexpr size_t kCacheBytes = 8 * 1024 * 1024;
+// memory a run adds, and bounds it. An 8-thread flood on the H200 kept 6 MiB less at its peak (median of 10 runs)
+// with 2 MiB than with 8, and kept up as well (docs/performance.md); 1 MiB saved no more.
+inline constexpr size_t kCacheBytes = 2 * 1024 * 1024;
 // Larger vectors get a mapping of their own (their size, to the page), unmapped when freed: the default cache could
 // not hold one. In a flood that is the backlog once it holds more than ~60k calls.
 inline constexpr size_t kLargestCached = 8 * 1024 * 1024;

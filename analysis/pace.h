@@ -15,6 +15,28 @@ using PaceClock = std::chrono::steady_clock;
 // whichever comes first (the collecting thread looks every kPoll). The interval only matters to programs that make
 // few calls.
 inline constexpr auto kRoundInterval = std::chrono::seconds(1);
+
+// The capture's pace (interpose/analysis_thread.cpp; bench/flood_feed runs at the same). A round is due when the
+// program's threads hold compact_round calls (4k by default) or kRoundInterval after the last one; the collecting
+// thread looks every kPoll, and so a flood's round is what its threads made in kPoll. Each chunk moves at most
+// kChunkCalls calls into the analysis. These bound what waits in buffers (the threads' buffers, the round, the
+// backlog: ~150 bytes a call) and a chunk's temporaries (a few hundred bytes per call of the chunk and of what the
+// margin keeps), hence the memory added, and a chunk's duration (tens of ms), hence how long finish() waits.
+// Halving kChunkCalls from 32k took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200; rounds of 4k
+// instead of 16k took 16 MiB more off one thread's 1M calls; looking every 5 ms instead of 10 halved an 8-thread
+// flood's rounds and what its threads' buffers and the backlog held (docs/performance.md). A program that makes fewer
+// calls than compact_round in kPoll is not changed by it: the collector wakes, finds no round due and sleeps.
+// Each round starts with a flush of CUPTI's buffers; a forced one (flush_period) costs the program's threads: with a
+// forced flush every round, as before flush_period, a launch-bound PyTorch loop (~35k calls a second) cost +38%
+// against the floor's +23% with rounds every 100 ms, +33% every second (5 interleaved rounds each, H200; noisy).
+inline constexpr auto kPoll = std::chrono::milliseconds(5);
+inline constexpr size_t kChunkCalls = 16 * 1024;
+// Shorter than streaming.h's default (50 ms): at a launch-bound loop's ~0.4M calls a second, what the margin keeps
+// is analyzed again in every chunk. It covers the skew between GPU and CPU timestamps. Records of work no watched
+// call enqueued may come later than that (ordinary flushes delivered records up to 278 ms late), and the records
+// horizon cannot wait for them (AnalysisFeed::records_before says what that costs); the `stats` option counts records
+// that came a round late and how long before the flush that missed them they ended.
+inline constexpr uint64_t kMarginNs = 10'000'000;
 bool round_due(PaceClock::duration since_last_round, size_t pending_calls, size_t round_calls);
 
 // Whether a round flushes CUPTI by force (the flush_period option). A forced flush delivers the records

@@ -52,12 +52,9 @@ using asynccheck::bench::status_kb;
 namespace {
 
 constexpr uint64_t kRecordLagNs = 5'000'000;
-constexpr size_t kRoundCalls = 4096;       // compact_round
-constexpr size_t kChunkCalls = 16 * 1024;  // interpose/capture_state.h
-constexpr size_t kMaxBacklog = 262144;     // compact_backlog
-constexpr uint64_t kMarginNs = 10'000'000;
+constexpr size_t kRoundCalls = 4096;    // compact_round
+constexpr size_t kMaxBacklog = 262144;  // compact_backlog
 const uint64_t kThresholdNs = AnalysisOptions{}.threshold_ns;
-constexpr auto kPoll = std::chrono::milliseconds(10);
 constexpr uint64_t kFlushPeriodNs = 5'000'000'000;  // flush_period: the records are delivered as they complete
 
 uint64_t now_ns() {

@@ -83,25 +83,7 @@ struct Global {
   CallVector spare;
 };
 
-// A round starts when the threads hold Global::round_calls calls (compact_round, 4k by default), or
-// kRoundInterval after the last one, whichever comes first (checked every kPoll; analysis/pace.h). Each chunk moves
-// at most kChunkCalls calls into the analysis. These bound what waits in buffers (the threads' logs, the backlog: ~150
-// bytes a call) and a chunk's temporaries (a few hundred bytes per call of the chunk and of what the margin keeps),
-// hence the memory added, and a chunk's duration (tens of ms), hence how long finish() waits. Halving them from 32k
-// took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200; rounds of 4k instead of 16k took 16 MiB more
-// off one thread's 1M calls, and with 8 threads flooding kept the backlog at half the size, at no cost per call
-// measurable against the noise (docs/performance.md). The interval only matters to programs that make fewer calls.
-// Each round starts with a flush of CUPTI's buffers; a forced one (flush_period) costs the program's threads: with a
-// forced flush every round, as before flush_period, a launch-bound PyTorch loop (~35k calls a second) cost +38%
-// against the floor's +23% with rounds every 100 ms, +33% every second (5 interleaved rounds each, H200; noisy).
-constexpr auto kPoll = std::chrono::milliseconds(10);
-constexpr size_t kChunkCalls = 16 * 1024;
-// Shorter than streaming.h's default (50 ms): at a launch-bound loop's ~0.4M calls a second, what the margin keeps
-// is analyzed again in every chunk. It covers the skew between GPU and CPU timestamps. Records of work no watched
-// call enqueued may come later than that (ordinary flushes delivered records up to 278 ms late), and the records
-// horizon cannot wait for them (AnalysisFeed::records_before says what that costs); the `stats` option counts records
-// that came a round late and how long before the flush that missed them they ended.
-constexpr uint64_t kMarginNs = 10'000'000;
+// The capture's pace (kPoll, kChunkCalls, kMarginNs) is analysis/pace.h's.
 
 Global& global();
 

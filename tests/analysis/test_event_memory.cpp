@@ -139,6 +139,7 @@ TEST_F(EventMemory, ShortOfAddressSpaceTheCacheIsGivenBackFirst) {
   if (pid == 0) {
     alarm(10);
     const size_t mib = 1024 * 1024;
+    event_memory::set_cache_limit(8 * mib);         // room for both blocks below, whatever the default
     void* a = event_memory::allocate(3 * mib);      // the 4 MiB class
     void* b = event_memory::allocate(3 * mib / 2);  // the 2 MiB class
     std::memset(a, 1, 3 * mib);

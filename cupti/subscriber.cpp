@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/caught.h"
+
 namespace asynccheck::cupti {
 namespace {
 
@@ -53,7 +55,9 @@ std::string result_text(CUptiResult r) {
   return msg;
 }
 
-void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+std::atomic<uint64_t> g_failed_callbacks{0};
+
+void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_STATE) {
     if (cbid == CUPTI_CBID_STATE_FATAL_ERROR) on_fatal_error(static_cast<const CUpti_StateData*>(data));
     return;
@@ -87,6 +91,12 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     }
     g_sink.on_exit(*spec, cb->functionParams, cb->correlationData, cb->correlationId, result);
   }
+}
+
+// Nothing we throw crosses CUPTI's frames (common/caught.h): the capture keeps its state whole as it unwinds (its
+// guards and counts are RAII), and the call is missing from the report, which says so.
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  run_caught(g_failed_callbacks, [&] { dispatch(domain, cbid, data); });
 }
 
 // Whether a GPU device node exists (/dev/nvidia0, or only the one a container was given: /dev/nvidia3), or WSL2's.
@@ -230,6 +240,8 @@ void stop_callbacks() {
                         spec.cbid);
   }
 }
+
+uint64_t failed_callbacks() { return g_failed_callbacks.load(std::memory_order_relaxed); }
 
 uint64_t timestamp() {
   uint64_t t = 0;

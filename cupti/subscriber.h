@@ -49,4 +49,8 @@ void stop_callbacks();
 
 uint64_t timestamp();
 
+// Callbacks whose handling threw (our allocations out of memory on the program's thread), caught at CUPTI's dispatch:
+// the calls they were about are missing from the report.
+uint64_t failed_callbacks();
+
 }  // namespace asynccheck::cupti

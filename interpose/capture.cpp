@@ -363,6 +363,7 @@ StreamingAnalysis::Result finish() {
   log.modules = loaded_modules();
   log.run.threshold_ns = g.analysis.threshold_ns;
   log.run.cost_threshold_ns = g.analysis.cost_threshold_ns;
+  if (cupti::failed_callbacks() != 0) complete = false;  // calls our callbacks could not keep (core.cpp says it)
   log.run.complete = complete;
   // The findings made before it stopped stay; the state says the rest of the run was not watched.
   if (const std::string why = cupti::stopped_reason(health); !why.empty())

@@ -315,6 +315,11 @@ Wrote emit_report(EndKind kind, int sig) {
         " is incomplete (device_buffers=" + std::to_string(g_options->device_buffers) +
         ", device_buffer_kb=" + std::to_string(g_options->device_buffer_kb) + "; docs/performance.md)");
   }
+  if (const uint64_t lost = g_capturing ? cupti::failed_callbacks() : 0) {
+    // An exception of ours (an allocation out of memory, for one) caught where CUPTI called us: cupti/subscriber.cpp.
+    say("WARNING: asynccheck's callback failed on " + report::counted(lost, "CUDA call") + ": " +
+        (lost == 1 ? "it is" : "they are") + " missing from the report, which is incomplete");
+  }
   return failed ? Wrote::Failed : Wrote::Report;
 }
 

@@ -55,7 +55,7 @@ std::string result_text(CUptiResult r) {
   return msg;
 }
 
-std::atomic<uint64_t> g_failed_callbacks{0};
+std::atomic<uint64_t> g_failed_calls{0}, g_failed_others{0};  // failed_callbacks()
 
 void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_STATE) {
@@ -93,10 +93,12 @@ void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* da
   }
 }
 
-// Nothing we throw crosses CUPTI's frames (common/caught.h): the capture keeps its state whole as it unwinds (its
-// guards and counts are RAII), and the call is missing from the report, which says so.
+// Nothing we throw crosses CUPTI's frames (common/caught.h). What a callback changes is undone or left to be rebuilt
+// as it unwinds (the capture's guards and counts are RAII; the stack interner and the NVTX ranges undo or mark what
+// they had begun), and what it was about (a call, a range, a mark) is missing from the report, which says so.
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  run_caught(g_failed_callbacks, [&] { dispatch(domain, cbid, data); });
+  const bool call = domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API;
+  run_caught(call ? g_failed_calls : g_failed_others, [&] { dispatch(domain, cbid, data); });
 }
 
 // Whether a GPU device node exists (/dev/nvidia0, or only the one a container was given: /dev/nvidia3), or WSL2's.
@@ -241,7 +243,9 @@ void stop_callbacks() {
   }
 }
 
-uint64_t failed_callbacks() { return g_failed_callbacks.load(std::memory_order_relaxed); }
+FailedCallbacks failed_callbacks() {
+  return {g_failed_calls.load(std::memory_order_relaxed), g_failed_others.load(std::memory_order_relaxed)};
+}
 
 uint64_t timestamp() {
   uint64_t t = 0;

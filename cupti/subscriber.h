@@ -50,7 +50,11 @@ void stop_callbacks();
 uint64_t timestamp();
 
 // Callbacks whose handling threw (our allocations out of memory on the program's thread), caught at CUPTI's dispatch:
-// the calls they were about are missing from the report.
-uint64_t failed_callbacks();
+// what they were about is missing from the report. `calls`: the runtime and driver API's (a call each, at most);
+// `others`: NVTX's and the resource callbacks' (a range, a module load or a context creation).
+struct FailedCallbacks {
+  uint64_t calls = 0, others = 0;
+};
+FailedCallbacks failed_callbacks();
 
 }  // namespace asynccheck::cupti

@@ -60,7 +60,7 @@ ThreadLog& thread_log(ThreadState& ts) {
   if (ts.log == nullptr) {
     auto* log = new ThreadLog;
     try {
-      log->calls.reserve(4096);
+      log->calls.reserve(kThreadBufferCalls);
     } catch (const std::bad_alloc&) {  // short of memory: the appends grow it, or count the calls they cannot keep
     }
     Global& g = global();
@@ -363,7 +363,8 @@ StreamingAnalysis::Result finish() {
   log.modules = loaded_modules();
   log.run.threshold_ns = g.analysis.threshold_ns;
   log.run.cost_threshold_ns = g.analysis.cost_threshold_ns;
-  if (cupti::failed_callbacks() != 0) complete = false;  // calls our callbacks could not keep (core.cpp says it)
+  // What our callbacks could not keep (core.cpp says it).
+  if (const cupti::FailedCallbacks f = cupti::failed_callbacks(); f.calls != 0 || f.others != 0) complete = false;
   log.run.complete = complete;
   // The findings made before it stopped stay; the state says the rest of the run was not watched.
   if (const std::string why = cupti::stopped_reason(health); !why.empty())

@@ -315,10 +315,14 @@ Wrote emit_report(EndKind kind, int sig) {
         " is incomplete (device_buffers=" + std::to_string(g_options->device_buffers) +
         ", device_buffer_kb=" + std::to_string(g_options->device_buffer_kb) + "; docs/performance.md)");
   }
-  if (const uint64_t lost = g_capturing ? cupti::failed_callbacks() : 0) {
+  if (const cupti::FailedCallbacks f = g_capturing ? cupti::failed_callbacks() : cupti::FailedCallbacks{};
+      f.calls != 0 || f.others != 0) {
     // An exception of ours (an allocation out of memory, for one) caught where CUPTI called us: cupti/subscriber.cpp.
-    say("WARNING: asynccheck's callback failed on " + report::counted(lost, "CUDA call") + ": " +
-        (lost == 1 ? "it is" : "they are") + " missing from the report, which is incomplete");
+    std::string on;
+    if (f.calls != 0) on = report::counted(f.calls, "CUDA call");
+    if (f.others != 0) on += (on.empty() ? "" : " and ") + report::counted(f.others, "NVTX or resource callback");
+    say("WARNING: asynccheck's callback failed on " + on +
+        ": what they were about is missing from the report, which is incomplete");
   }
   return failed ? Wrote::Failed : Wrote::Report;
 }

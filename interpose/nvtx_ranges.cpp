@@ -188,15 +188,17 @@ uint32_t intern_node(Table& t, uint32_t name, uint32_t parent, bool region = fal
 
 // Rebuilds this thread's nodes from open[from] on, nested in the regions of the current generation; under t.mu.
 void restack(Table& t, Stack* s, size_t from) {
-  t_innermost.generation = g_generation.load(std::memory_order_relaxed);
+  const uint32_t generation = g_generation.load(std::memory_order_relaxed);
+  // Stale until every node is interned: an allocation that throws below (caught where CUPTI called us) leaves the
+  // thread to rebuild its whole stack at its next push, pop or call, not to read a range half rebuilt.
+  t_innermost.generation = generation - 1;
   uint32_t parent = t.region_node;
-  if (s == nullptr) {
-    t_innermost.range = parent;
-    return;
+  if (s != nullptr) {
+    if (from > 0) parent = s->open[from - 1].node;
+    for (size_t i = from; i < s->open.size(); ++i) parent = s->open[i].node = intern_node(t, s->open[i].name, parent);
   }
-  if (from > 0) parent = s->open[from - 1].node;
-  for (size_t i = from; i < s->open.size(); ++i) parent = s->open[i].node = intern_node(t, s->open[i].name, parent);
   t_innermost.range = parent;
+  t_innermost.generation = generation;
 }
 
 // Opens range `name` on this thread; under t.mu.

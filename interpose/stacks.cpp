@@ -61,9 +61,18 @@ uint32_t capture_stack(int skip) {
   if (key.frames.empty() && key.python.empty()) return 0;
   Interner& in = interner();
   std::lock_guard lock(in.mu);  // only calls that matter get here, never an ordinary launch or copy
-  auto [it, inserted] = in.ids.try_emplace(key, static_cast<uint32_t>(in.stacks.size() + 1));
-  if (inserted) in.stacks.push_back(Stack{key.frames, key.python});
-  return it->second;
+  if (auto found = in.ids.find(key); found != in.ids.end()) return found->second;
+  // The stack first, then its id, undone if the id cannot be kept: an allocation that throws (caught where CUPTI
+  // called us) must not leave an id without its stack, which the next stack would be given too.
+  in.stacks.push_back(Stack{key.frames, key.python});
+  const auto id = static_cast<uint32_t>(in.stacks.size());
+  try {
+    in.ids.emplace(std::move(key), id);
+  } catch (...) {
+    in.stacks.pop_back();
+    throw;
+  }
+  return id;
 }
 
 std::vector<Stack> interned_stacks(size_t first) {

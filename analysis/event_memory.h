@@ -23,8 +23,9 @@ inline constexpr size_t kMappedFrom = 128 * 1024;
 // memory a run adds, and bounds it. An 8-thread flood on the H200 kept 6 MiB less at its peak (median of 10 runs)
 // with 2 MiB than with 8, and kept up as well (docs/performance.md); 1 MiB saved no more.
 inline constexpr size_t kCacheBytes = 2 * 1024 * 1024;
-// Larger vectors get a mapping of their own (their size, to the page), unmapped when freed: the default cache could
-// not hold one. In a flood that is the backlog once it holds more than ~60k calls.
+// Larger vectors get a mapping of their own (their size, to the page), unmapped when freed: no cache of the option's
+// range (event_cache_kb up to 64 MiB) would hold many. In a flood that is the backlog once it holds more than ~60k
+// calls. With the default limit, only blocks of at most 2 MiB written (~15k calls) are ever cached.
 inline constexpr size_t kLargestCached = 8 * 1024 * 1024;
 
 // The allocation fails (std::bad_alloc) only when a mapping cannot be made even once the cache was given back.

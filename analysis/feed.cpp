@@ -10,9 +10,6 @@
 namespace asynccheck {
 namespace {
 
-// Moves [begin, until) out of `v`: the whole vector when that is all of it (no copy). Otherwise the smaller part
-// moves to a vector of its own: a round a little over a chunk (the common case: the threads append while a round
-// is taken) then copies its few last calls, not a chunk's worth beside the backlog that still holds them.
 bool by_start_call(const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); }
 bool by_start_op(const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); }
 

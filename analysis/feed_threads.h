@@ -41,9 +41,9 @@ inline void leave_feed_loop(FeedThreads& t) {
 // A round takes each program thread's buffer of calls by swapping in `spare` under the thread's lock (the thread waits
 // on it meanwhile), and copies what it took into the round outside it. One spare for every thread, not one each: in
 // an 8-thread flood each thread's spare was as large as its share of a round or more, written whole, and 8 of them
-// waited at once. A buffer a thread fills afresh each round costs it a page fault every 28 calls (~35 faults per
-// 1000 calls in bench/api_calls on the H200): the spare is a buffer taken before, its pages written.
-//
+// waited at once. The spare is a buffer taken before, its pages written: a buffer a thread fills afresh costs it a
+// page fault every 28 calls (~35 faults per 1000 calls in bench/api_calls on the H200), on the program's thread.
+
 // The round's vector, allocated once for what the threads hold (`pending` of each, pointers to their logs) and the
 // calls they make while it is taken: grown thread by thread, it was copied as often, two sizes of it at once.
 template <typename Logs>
@@ -55,19 +55,35 @@ CallVector round_for(const Logs& logs) {
   return round;
 }
 
-// Before the lock: makes sure a spare is there, as large as what the thread holds (`expected`) up to a round, so
-// that the thread does not reallocate as it appends.
+// A thread's first buffer (interpose/capture.cpp), and the least a spare holds.
+inline constexpr size_t kThreadBufferCalls = 4096;
+
+// Before the lock: makes sure the spare is as large as what the thread holds (`expected`) up to a round, so that the
+// thread does not reallocate as it appends.
 inline void ready_spare(CallVector& spare, size_t expected, size_t round_calls) {
-  if (spare.capacity() == 0) spare.reserve(std::max<size_t>(4096, std::min(expected, round_calls)));
+  const size_t want = std::max(kThreadBufferCalls, std::min(expected, round_calls));
+  if (spare.capacity() >= want) return;
+  CallVector larger;
+  larger.reserve(want);
+  spare.swap(larger);
 }
-// After it: `taken` goes into the round, and becomes the next thread's spare unless it is larger than two rounds (a
-// burst while the analysis was behind) or was mostly empty (a thread that makes few calls, or none any more, e.g.
-// one that exited): then it is freed, and the next thread gets a buffer of what that one holds.
+// Under the thread's lock: its calls into `taken`, the spare in their place. A thread with none keeps its buffer (one
+// that makes few calls, or none any more: one that exited), and the spare waits for the next.
+inline void swap_in_spare(CallVector& calls, CallVector& spare, CallVector& taken) {
+  if (calls.empty()) return;
+  taken.swap(calls);
+  calls.swap(spare);
+}
+// After it: `taken` goes into the round, and becomes the next thread's spare however little of it was used, unless it
+// is larger than two rounds (a burst while the analysis was behind): then it is freed. Freed because it was mostly
+// empty, as until 2026-11-27, a buffer of the 5 ms rounds of an 8-thread flood (about 900 calls of 4096) was freed at
+// every round, and the next thread wrote to fresh pages.
 inline void return_taken(CallVector& taken, CallVector& spare, CallVector& round, size_t round_calls) {
+  if (taken.capacity() == 0) return;  // nothing was taken
   round.insert(round.end(), taken.begin(), taken.end());
-  const bool keep = taken.capacity() <= 2 * round_calls && taken.size() * 4 >= taken.capacity();
+  const bool keep = taken.capacity() <= 2 * round_calls;
   taken.clear();
-  if (keep) spare.swap(taken);
+  if (keep && spare.capacity() < taken.capacity()) spare.swap(taken);
   taken = CallVector();
 }
 

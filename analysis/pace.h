@@ -11,21 +11,19 @@ namespace asynccheck {
 
 using PaceClock = std::chrono::steady_clock;
 
-// A round starts when the threads hold `round_calls` calls (compact_round), or kRoundInterval after the last one,
-// whichever comes first (the collecting thread looks every kPoll). The interval only matters to programs that make
-// few calls.
-inline constexpr auto kRoundInterval = std::chrono::seconds(1);
-
 // The capture's pace (interpose/analysis_thread.cpp; bench/flood_feed runs at the same). A round is due when the
-// program's threads hold compact_round calls (4k by default) or kRoundInterval after the last one; the collecting
-// thread looks every kPoll, and so a flood's round is what its threads made in kPoll. Each chunk moves at most
+// program's threads hold compact_round calls (4k by default) or kRoundInterval after the last one, whichever comes
+// first (the interval only matters to programs that make few calls); the collecting thread looks every kPoll, and so
+// a flood's round is what its threads made in kPoll. Each chunk moves at most
 // kChunkCalls calls into the analysis. These bound what waits in buffers (the threads' buffers, the round, the
 // backlog: ~150 bytes a call) and a chunk's temporaries (a few hundred bytes per call of the chunk and of what the
 // margin keeps), hence the memory added, and a chunk's duration (tens of ms), hence how long finish() waits.
 // Halving kChunkCalls from 32k took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200; rounds of 4k
 // instead of 16k took 16 MiB more off one thread's 1M calls; looking every 5 ms instead of 10 halved an 8-thread
-// flood's rounds and what its threads' buffers and the backlog held (docs/performance.md). A program that makes fewer
-// calls than compact_round in kPoll is not changed by it: the collector wakes, finds no round due and sleeps.
+// flood's rounds, and with the flush each round brings, the records came sooner and its backlog's peak fell by a
+// quarter to a third (docs/performance.md: 10 MiB less at the flood's peak, and 2-8% more time per call with 8
+// threads flooding: the flushes). A program that makes fewer calls than compact_round in kPoll has its rounds by
+// count as before, taken up to kPoll sooner; the collector wakes twice as often.
 // Each round starts with a flush of CUPTI's buffers; a forced one (flush_period) costs the program's threads: with a
 // forced flush every round, as before flush_period, a launch-bound PyTorch loop (~35k calls a second) cost +38%
 // against the floor's +23% with rounds every 100 ms, +33% every second (5 interleaved rounds each, H200; noisy).
@@ -37,6 +35,8 @@ inline constexpr size_t kChunkCalls = 16 * 1024;
 // horizon cannot wait for them (AnalysisFeed::records_before says what that costs); the `stats` option counts records
 // that came a round late and how long before the flush that missed them they ended.
 inline constexpr uint64_t kMarginNs = 10'000'000;
+
+inline constexpr auto kRoundInterval = std::chrono::seconds(1);
 bool round_due(PaceClock::duration since_last_round, size_t pending_calls, size_t round_calls);
 
 // Whether a round flushes CUPTI by force (the flush_period option). A forced flush delivers the records

@@ -43,6 +43,7 @@
 #include "bench/proc_memory.h"
 #include "analysis/feed_threads.h"
 #include "analysis/pace.h"
+#include "options/options.h"
 #include "analysis/event_memory.h"
 
 using namespace asynccheck;
@@ -52,10 +53,12 @@ using asynccheck::bench::status_kb;
 namespace {
 
 constexpr uint64_t kRecordLagNs = 5'000'000;
-constexpr size_t kRoundCalls = 4096;    // compact_round
-constexpr size_t kMaxBacklog = 262144;  // compact_backlog
+// The capture's defaults (options.def): compact_round, compact_backlog, flush_period (with it, the records are
+// delivered as they complete), the threshold.
+const size_t kRoundCalls = Options{}.compact_round;
+const size_t kMaxBacklog = Options{}.compact_backlog;
+const uint64_t kFlushPeriodNs = Options{}.flush_period;
 const uint64_t kThresholdNs = AnalysisOptions{}.threshold_ns;
-constexpr uint64_t kFlushPeriodNs = 5'000'000'000;  // flush_period: the records are delivered as they complete
 
 uint64_t now_ns() {
   return static_cast<uint64_t>(
@@ -241,8 +244,7 @@ uint64_t take_round(Shared& s) {
     ready_spare(s.spare, l->pending.load(std::memory_order_relaxed), kRoundCalls);
     {
       std::lock_guard lock(l->mu);
-      taken.swap(l->calls);
-      l->calls.swap(s.spare);
+      swap_in_spare(l->calls, s.spare, taken);
       l->pending.store(0, std::memory_order_relaxed);
       shed += std::exchange(l->shed, 0);
       lost += std::exchange(l->lost, 0);

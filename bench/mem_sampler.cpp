@@ -5,8 +5,10 @@
 //   MEMSAMPLE peak_rss_kb=... arena_in_use_kb=... arena_free_kb=... malloc_mmap_kb=... outside_malloc_kb=... samples=...
 // taken at the last sample that raised the peak (within 256 KiB of it): outside_malloc is the rest of the resident
 // size (the CUDA driver's mappings, code, stacks, and asynccheck's event memory, whose own peak its `stats` line
-// gives). Compare with a run under the CUPTI floor (bench/libcupti_floor.so) read the same way. mallinfo2 walks
-// every arena under its lock, and the sampling costs the program what that costs: read the parts, not the timing.
+// gives). outside_malloc is a lower bound of what is not malloc's: malloc's free memory and its untouched mappings
+// need not be resident, yet are subtracted. Compare with a run under the CUPTI floor (bench/libcupti_floor.so) read
+// the same way. mallinfo2 walks every arena under its lock, and the sampling costs the program what that costs: read
+// the parts, not the timing.
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>

@@ -66,8 +66,7 @@ Horizons take_from_threads(Global& g) {
     }
     {
       std::lock_guard lock(t->mu, std::adopt_lock);
-      taken.swap(t->calls);
-      t->calls.swap(g.spare);
+      swap_in_spare(t->calls, g.spare, taken);
       shed += std::exchange(t->shed, 0);
       lost += std::exchange(t->lost, 0);
       t->pending.store(0, std::memory_order_relaxed);

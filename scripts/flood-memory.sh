@@ -4,7 +4,7 @@
 # usage: scripts/flood-memory.sh BUILD_DIR ROUNDS CALLS_PER_THREAD THREADS [NAME=LIBRARY[@OPTIONS] ...]
 #   Each round runs, in order: bare, floor (BUILD_DIR/bench/libcupti_floor.so), then each NAME=LIBRARY preloaded
 #   with ASYNCCHECK_OPTIONS=stats=1 and OPTIONS (default: asynccheck=BUILD_DIR/lib/libasynccheck.so), e.g.
-#   small=build/lib/libasynccheck.so@event_cache_kb=2048.
+#   big=build/lib/libasynccheck.so@event_cache_kb=8192.
 # Prints one line a run: `FLOOD name=... round=... peak_kb=... shed=... ns_per_call=...`: the peak is the program's
 # own (getrusage of the child once it has exited: the exit's analysis included), `shed` the calls the library's stats
 # line says it shed (- for bare and the floor), and its backlog and window peaks (calls). A library that is missing, a run under one whose monitoring was off

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "analysis/sorted_merge.h"
@@ -94,7 +95,8 @@ TEST(SortedMerge, MergeRangeIntoCopiesASortedRangeIn) {
   std::mt19937 rng(17);
   for (size_t held : {0, 1, 100}) {
     for (size_t taken : {0, 1, 50, 300}) {
-      for (int shift : {-100, 0, 100}) {
+      for (int shift :
+           {-40, -25, -10, -5, 0, 5, 40}) {  // before, across (ties and interleaving) and after what is held
         std::vector<Item> into = made(rng, held, 1, 20, 0);
         std::vector<Item> backlog = made(rng, 300, 1, 20, 0);
         for (Item& x : backlog) x.key += 20 + shift, x.seq += 10'000;
@@ -102,7 +104,8 @@ TEST(SortedMerge, MergeRangeIntoCopiesASortedRangeIn) {
         std::vector<Item> want = into;
         want.insert(want.end(), backlog.begin(), backlog.begin() + static_cast<std::ptrdiff_t>(taken));
         std::stable_sort(want.begin(), want.end(), by_key);
-        merge_range_into(into, backlog.cbegin(), backlog.cbegin() + static_cast<std::ptrdiff_t>(taken), by_key);
+        const std::span<const Item> front(backlog.data(), taken);  // as the feed hands its backlog's front over
+        merge_range_into(into, front.begin(), front.end(), by_key);
         ASSERT_EQ(into, want) << held << " held, " << taken << " taken, shift " << shift;
         ASSERT_EQ(backlog, source);
       }

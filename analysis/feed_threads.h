@@ -75,8 +75,8 @@ inline void swap_in_spare(CallVector& calls, CallVector& spare, CallVector& take
   calls.swap(spare);
 }
 // After it: `taken` goes into the round, and becomes the next thread's spare however little of it was used, unless it
-// is larger than two rounds (a burst while the analysis was behind): then it is freed. Freed because it was mostly
-// empty, as until 2026-11-27, a buffer of the 5 ms rounds of an 8-thread flood (about 900 calls of 4096) was freed at
+// is larger than two rounds (a burst while the analysis was behind): then it is freed. Until 2026-11-27 a mostly
+// empty one was freed too: in an 8-thread flood's 5 ms rounds (about 900 calls of 4096 each) that was every buffer,
 // every round, and the next thread wrote to fresh pages.
 inline void return_taken(CallVector& taken, CallVector& spare, CallVector& round, size_t round_calls) {
   if (taken.capacity() == 0) return;  // nothing was taken

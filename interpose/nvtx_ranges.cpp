@@ -179,10 +179,15 @@ uint32_t intern_node(Table& t, uint32_t name, uint32_t parent, bool region = fal
     }
     return t.too_many_node;
   }
-  ++used;
   t.nodes.push_back({name, parent});
   const auto id = static_cast<uint32_t>(t.nodes.size());
-  t.node_ids.emplace(key, id);
+  try {  // a node without its id would be made again, twice in the report (a throw is caught where CUPTI called us)
+    t.node_ids.emplace(key, id);
+  } catch (...) {
+    t.nodes.pop_back();
+    throw;
+  }
+  ++used;
   return id;
 }
 

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -58,17 +57,16 @@ ThreadState& this_thread_state() { return thread_local_address(t_state); }
 
 ThreadLog& thread_log(ThreadState& ts) {
   if (ts.log == nullptr) {
-    auto* log = new ThreadLog;
-    try {
-      log->calls.reserve(kThreadBufferCalls);
-    } catch (const std::bad_alloc&) {  // short of memory: the appends grow it, or count the calls they cannot keep
-    }
+    // Owned until registered: short of memory, what throws here is caught where CUPTI called us (the call is
+    // counted there as missing) and the next call tries again.
+    auto log = std::make_unique<ThreadLog>();
+    log->calls.reserve(kThreadBufferCalls);
     Global& g = global();
     std::lock_guard lock(g.mu);
     log->thread = static_cast<uint32_t>(g.threads.size());
-    g.threads.push_back(log);
+    g.threads.push_back(log.get());
     g.thread_count.store(g.threads.size(), std::memory_order_relaxed);
-    ts.log = log;
+    ts.log = log.release();
   }
   return *ts.log;
 }
@@ -217,13 +215,7 @@ void on_exit(const cupti::ApiSpec& spec, const void* params, uint64_t* slot, uin
       case AtThread::Shed: ++log.shed; return;
     }
   }
-  try {
-    log.calls.push_back(c);
-  } catch (const std::bad_alloc&) {  // no memory for a larger buffer: the program goes on, the call is counted as lost
-    ++log.lost;
-    ++log.shed;
-    return;
-  }
+  log.calls.push_back(c);  // short of memory, it throws; caught where CUPTI called us (cupti/subscriber.cpp)
   log.pending.store(log.calls.size(), std::memory_order_relaxed);
 }
 

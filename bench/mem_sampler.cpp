@@ -33,6 +33,8 @@ bool g_started = false;
 Sample g_peak;
 long g_samples = 0;
 
+// bench/proc_memory.h's rss_kb() reads the same file through an ifstream, which allocates: here, between two
+// mallinfo2 calls, nothing of ours may.
 long rss_kb() {
   static const long page_kb = sysconf(_SC_PAGESIZE) / 1024;
   char buf[128];

@@ -7,7 +7,8 @@
 #   big=build/lib/libasynccheck.so@event_cache_kb=8192.
 # Prints one line a run: `FLOOD name=... round=... peak_kb=... shed=... ns_per_call=...`: the peak is the program's
 # own (getrusage of the child once it has exited: the exit's analysis included), `shed` the calls the library's stats
-# line says it shed (- for bare and the floor), and its backlog and window peaks (calls). A library that is missing, a run under one whose monitoring was off
+# line says it shed (- for bare and the floor), the program's page faults per 1000 calls, and under the library its
+# backlog and window peaks (calls), its rounds and their time flushing CUPTI. A library that is missing, a run under one whose monitoring was off
 # (require_monitoring=1: a bad option, no driver, another CUPTI client) or that printed no stats line stops the
 # script with the run's output. LIBRARY paths may not hold '@'.
 # MEM_SAMPLER=1: every run (bare too) also preloads BUILD_DIR/bench/libmem_sampler.so, and its line adds what the
@@ -61,13 +62,14 @@ run() {  # run NAME [PRELOAD [OPTIONS]]
   shed=$(sed -n 's/.* \([0-9]*\) calls\{0,1\} shed at the compact_backlog limit.*/\1/p' "$log")
   if [ "$name" != bare ] && [ "$name" != floor ]; then
     parts=" backlog_peak=$(sed -n 's/.*backlog peak \([0-9]*\) call.*/\1/p' "$log") window_peak=$(sed -n 's/.*window peak \([0-9]*\) call.*/\1/p' "$log")"
+    parts+=" rounds=$(sed -n 's/.* \([0-9]*\) rounds\{0,1\} (.*/\1/p' "$log") flush_ms=$(sed -n 's/.*rounds besides: \([0-9.]*\) ms flushing.*/\1/p' "$log")"
   fi
   if [ -n "$sampler" ]; then
     # The program's line: the largest (a process the library starts, addr2line, is sampled too).
     parts+=" $(sed -n 's/^MEMSAMPLE //p' "$log" | sort -t= -k2,2nr | head -1)"
     parts+=" event_peak_mib=$(sed -n 's/.* at most \([0-9]*\) MiB mapped at once.*/\1/p' "$log")"
   fi
-  echo "FLOOD name=$name round=$r peak_kb=$peak shed=${shed:--} $(grep -o 'ns_per_call=[0-9.]*' "$log")$parts"
+  echo "FLOOD name=$name round=$r peak_kb=$peak shed=${shed:--} $(grep -o 'ns_per_call=[0-9.]*' "$log") $(grep -o 'minflt_per_kcall=[0-9.]*' "$log")$parts"
 }
 
 for r in $(seq 1 "$rounds"); do

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -40,11 +41,19 @@ EventLog load(const fs::path& path) {
 }
 
 // Every committed recording: the recorded GPU runs, the runs kept whole, and the corpus of programs no one here wrote
-// (tests/fixtures/corpus: docs/real-programs.md).
+// (tests/fixtures/corpus: docs/real-programs.md); with ASYNCCHECK_TRUTH_RECORDINGS=DIR those in DIR too, a fresh GPU run's
+// (scripts/gpu-corpus.sh's OUTDIR), held to the same invariants without committing it.
 std::vector<fs::path> committed_recordings() {
-  std::vector<fs::path> out;
+  std::vector<fs::path> dirs;
   for (const char* dir : {"tests/fixtures/recordings", "tests/fixtures/runs", "tests/fixtures/corpus"}) {
-    for (const auto& entry : fs::directory_iterator(kSource / dir)) {
+    dirs.push_back(kSource / dir);
+  }
+  if (const char* extra = std::getenv("ASYNCCHECK_TRUTH_RECORDINGS"); extra != nullptr && *extra != '\0') {
+    dirs.emplace_back(extra);
+  }
+  std::vector<fs::path> out;
+  for (const fs::path& dir : dirs) {
+    for (const auto& entry : fs::directory_iterator(dir)) {
       if (entry.path().extension() == ".rec") out.push_back(entry.path());
     }
   }

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -58,8 +57,6 @@ constexpr size_t kSpareBytes = 16 << 20;
 std::atomic<uint8_t*> g_spares[kSpares];
 std::atomic<size_t> g_spare_slots{kSpares};  // set by enable_activity from the buffer size
 
-}  // namespace
-
 // On the application's threads: a load first, so that an empty pool costs no writes to the slots' cache lines.
 uint8_t* take_spare() {
   for (auto& slot : g_spares) {
@@ -69,19 +66,17 @@ uint8_t* take_spare() {
   return nullptr;
 }
 
-// Only the worker fills a slot (the application's threads only empty them), so a slot it finds empty stays empty
-// until it stores: the buffer is zeroed only when it will be kept.
-bool keep_spare(uint8_t* buffer, size_t size) {
+bool keep_spare(uint8_t* buffer) {
   const size_t slots = g_spare_slots.load(std::memory_order_relaxed);
   for (size_t i = 0; i < slots; ++i) {
     auto& slot = g_spares[i];
-    if (slot.load(std::memory_order_relaxed) != nullptr) continue;
-    std::memset(buffer, 0, size);
-    slot.store(buffer, std::memory_order_release);
-    return true;
+    uint8_t* empty = nullptr;
+    if (slot.compare_exchange_strong(empty, buffer, std::memory_order_release, std::memory_order_relaxed)) return true;
   }
   return false;
 }
+
+}  // namespace
 
 uint64_t count_untimed(const OpVector& ops) {
   uint64_t n = 0;
@@ -105,16 +100,14 @@ State& state() {
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   State& s = state();
   // A decoded buffer if there is one, else a fresh mapping; the worker keeps up to spare_slots() decoded buffers and
-  // unmaps the others. CUPTI writes to a buffer on the application thread that asked for it: when it still zeroed
-  // the whole of each buffer, a fresh mapping for every buffer was a page fault per page (~2,000 for the 8 MiB
-  // buffers of then), one buffer each round's forced flush: 155 faults per 1000 calls in bench/api_calls against the
-  // CUPTI floor's 7.6, whose freed buffers malloc hands back (H200, docs/performance.md). A pool without a bound grows
+  // unmaps the others. CUPTI writes over the whole of a buffer it is given, on the application thread that asked
+  // for it: with a fresh mapping for every buffer that was a page fault per page (~2,000 for the 8 MiB buffers of
+  // then), one buffer each round's forced flush: 155 faults per 1000 calls in bench/api_calls against the CUPTI
+  // floor's 7.6, whose freed buffers malloc hands back (H200, docs/performance.md). A pool without a bound grows
   // towards its count x buffer_bytes of resident memory over a long run; a spare is only kept when CUPTI had that
   // many buffers out at once. Small by default (activity_buffer_kb): with several threads launching, CUPTI fills
   // a dozen or more at once, each resident, and a smaller buffer hands its records over sooner, so fewer calls wait
   // for them in the analysis' window (docs/performance.md measures 4 MiB, 1 MiB, 256 KiB and 64 KiB).
-  // Zeroed, as CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER asks (enable_activity): a fresh mapping is, a spare
-  // the worker zeroed.
   uint8_t* b = take_spare();
   if (b == nullptr) {
     void* p = mmap(nullptr, s.buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -149,7 +142,7 @@ void worker() {
     OpVector ops;
     std::string device;
     decode_buffer(c.buffer, c.valid, ops, &device);
-    if (c.buffer != nullptr && !(c.size == s.buffer_bytes && keep_spare(c.buffer, c.size))) munmap(c.buffer, c.size);
+    if (c.buffer != nullptr && !(c.size == s.buffer_bytes && keep_spare(c.buffer))) munmap(c.buffer, c.size);
     const uint64_t untimed = count_untimed(ops);
     lock.lock();
     s.untimed += untimed;
@@ -313,15 +306,6 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
     }
   }
   g_spare_slots.store(spare_slots(buffer_bytes), std::memory_order_relaxed);
-  // CUPTI zeroes every buffer it is given before it writes records, on the application thread that asked for it
-  // (its header says so: "a few stalls may appear in critical path"), and every round's flush hands over the
-  // buffers the program's threads were filling. We give it zeroed buffers instead: fresh mappings are, and the
-  // worker zeroes a spare before keeping it. The flood's time per call showed no difference within its spread
-  // (docs/performance.md); the work is off the program's threads all the same. Refused (an older CUPTI), CUPTI
-  // zeroes them as before.
-  uint8_t zeroed = 1;
-  size_t zeroed_size = sizeof zeroed;
-  (void)cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zeroed_size, &zeroed);
   if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
     error = "cuptiActivityRegisterCallbacks failed";
     return false;

@@ -2,7 +2,6 @@
 // CUPTI's thread); a worker thread decodes the records into GpuOps and returns the buffers to a pool.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,12 +40,6 @@ uint64_t untimed_records();
 // How many decoded buffers of this size are kept for CUPTI's next requests: four, or as many as make 4 MiB of smaller
 // ones (16 at most), never more than 16 MiB in all, at least one.
 size_t spare_slots(size_t buffer_bytes);
-
-// The pool of decoded buffers (exposed for tests): take_spare, on the application's threads, takes one (null when
-// none); keep_spare, the worker's alone, zeroes a buffer and keeps it if a slot is free, else returns false (the
-// caller unmaps it). A buffer taken is all zeros: CUPTI is told not to zero the buffers it is given (activity.cpp).
-uint8_t* take_spare();
-bool keep_spare(uint8_t* buffer, size_t size);
 
 // Decodes one buffer of activity records (exposed for tests with fabricated records).
 void decode_buffer(const uint8_t* buffer, size_t valid_size, OpVector& out, std::string* device);

@@ -40,16 +40,21 @@ EventLog load(const fs::path& path) {
   return log;
 }
 
-// Every committed recording: the recorded GPU runs, the runs kept whole, and the corpus of programs no one here wrote
-// (tests/fixtures/corpus: docs/real-programs.md); with ASYNCCHECK_TRUTH_RECORDINGS=DIR those in DIR too, a fresh GPU run's
-// (scripts/gpu-corpus.sh's OUTDIR), held to the same invariants without committing it.
-std::vector<fs::path> committed_recordings() {
+// Every committed recording: the recorded GPU runs, the runs kept whole, and the corpus of programs no one here
+// wrote (tests/fixtures/corpus: docs/real-programs.md); with ASYNCCHECK_TRUTH_RECORDINGS=DIR (an absolute path: ctest
+// runs in the build tree) the recordings in DIR too, a fresh GPU run's (scripts/gpu-corpus.sh's OUTDIR), held to the
+// same invariants without committing them.
+std::vector<fs::path> recordings_to_hold() {
   std::vector<fs::path> dirs;
   for (const char* dir : {"tests/fixtures/recordings", "tests/fixtures/runs", "tests/fixtures/corpus"}) {
     dirs.push_back(kSource / dir);
   }
   if (const char* extra = std::getenv("ASYNCCHECK_TRUTH_RECORDINGS"); extra != nullptr && *extra != '\0') {
-    dirs.emplace_back(extra);
+    if (fs::is_directory(extra)) {
+      dirs.emplace_back(extra);
+    } else {
+      ADD_FAILURE() << "ASYNCCHECK_TRUTH_RECORDINGS=" << extra << ": no such directory (a folder of .rec files)";
+    }
   }
   std::vector<fs::path> out;
   for (const fs::path& dir : dirs) {
@@ -108,7 +113,7 @@ std::vector<const Finding*> findings_of(const Analysis& a, RuleId rule) {
 
 TEST(Truth, EveryFindingOfEveryRecordingRestsOnWhatItClaims) {
   size_t recordings = 0, findings = 0, sync_findings = 0, cost_findings = 0;
-  for (const fs::path& path : committed_recordings()) {
+  for (const fs::path& path : recordings_to_hold()) {
     const EventLog log = load(path);
     ++recordings;
     const AnalysisOptions o = options_of(log);

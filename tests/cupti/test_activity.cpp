@@ -1,10 +1,6 @@
-// The activity buffers' pool (cupti/activity.cpp): how many decoded buffers are kept for CUPTI's next requests, and
-// zeroed; which decoded work counts as lost (untimed).
+// The activity buffers' pool (cupti/activity.cpp): how many decoded buffers are kept for CUPTI's next requests;
+// which decoded work counts as lost (untimed).
 #include <gtest/gtest.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <vector>
 
 #include "cupti/activity.h"
 
@@ -24,27 +20,6 @@ TEST(ActivitySpares, LargerBuffersKeepAtMostSixteenMiBButAlwaysOne) {
   EXPECT_EQ(spare_slots(12 << 20), 1u);
   EXPECT_EQ(spare_slots(16 << 20), 1u);
   EXPECT_EQ(spare_slots(size_t{256} << 20), 1u);  // its largest: one spare, not a gigabyte
-}
-
-// CUPTI is told the buffers it is given are zeroed (it would zero each on the program's thread): a decoded buffer
-// kept for its next request is zeroed by the worker, whatever it held; with every slot taken it is not kept.
-TEST(ActivitySpares, AKeptBufferIsGivenBackZeroed) {
-  constexpr size_t kBytes = 64 << 10;
-  std::vector<std::vector<uint8_t>> buffers;
-  while (take_spare() != nullptr) {}
-  size_t kept = 0;
-  for (size_t i = 0; i < spare_slots(0) + 1; ++i) {
-    buffers.emplace_back(kBytes, uint8_t{0xAB});
-    kept += keep_spare(buffers.back().data(), kBytes);
-  }
-  EXPECT_EQ(kept, spare_slots(0));  // every slot, not one more
-  EXPECT_EQ(std::count(buffers.back().begin(), buffers.back().end(), 0xAB), std::ptrdiff_t{kBytes});  // not kept
-  size_t taken = 0;
-  while (uint8_t* b = take_spare()) {
-    ++taken;
-    EXPECT_TRUE(std::all_of(b, b + kBytes, [](uint8_t x) { return x == 0; }));
-  }
-  EXPECT_EQ(taken, kept);
 }
 
 // Work CUPTI could not time (no device buffer left: the device_buffers option) counts as lost evidence; a

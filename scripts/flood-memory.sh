@@ -8,9 +8,9 @@
 # Prints one line a run: `FLOOD name=... round=... peak_kb=... shed=... ns_per_call=...`: the peak is the program's
 # own (getrusage of the child once it has exited: the exit's analysis included), `shed` the calls the library's stats
 # line says it shed (- for bare and the floor), the program's page faults per 1000 calls, and under the library its
-# backlog and window peaks (calls), its rounds and their time flushing CUPTI. A library that is missing, a run under one whose monitoring was off
-# (require_monitoring=1: a bad option, no driver, another CUPTI client) or that printed no stats line stops the
-# script with the run's output. LIBRARY paths may not hold '@'.
+# backlog and window peaks (calls), its rounds and their time flushing CUPTI. A library that is missing, a run under
+# one whose monitoring was off (require_monitoring=1: a bad option, no driver, another CUPTI client) or that printed
+# no stats line stops the script with the run's output. LIBRARY paths may not hold '@'.
 # MEM_SAMPLER=1: every run (bare too) also preloads BUILD_DIR/bench/libmem_sampler.so, and its line adds what the
 # peak was made of (bench/mem_sampler.cpp: malloc's arenas and mappings, the rest) and, under the library, the most
 # its event memory mapped at once (`event_peak_mib`).

@@ -108,6 +108,12 @@ inline bool before_in_log(const GpuOp& a, const GpuOp& b) {
   return a.kind < b.kind;
 }
 
+// before_in_log as a comparator, for the sorts, merges and searches that keep calls or GPU work in log order.
+struct InLogOrder {
+  bool operator()(const ApiCall& a, const ApiCall& b) const { return before_in_log(a, b); }
+  bool operator()(const GpuOp& a, const GpuOp& b) const { return before_in_log(a, b); }
+};
+
 // Something that happened in the process that explains host time without being an API call of ours.
 enum class MarkKind : uint8_t { ContextCreated, ModuleLoaded, ContextDestroyed };
 struct Mark {

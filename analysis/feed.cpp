@@ -10,9 +10,6 @@
 namespace asynccheck {
 namespace {
 
-bool by_start_call(const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); }
-bool by_start_op(const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); }
-
 uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
@@ -233,8 +230,8 @@ void AnalysisFeed::add(CallVector calls, OpVector ops, std::vector<Mark> marks, 
     untimed.assign(std::make_move_iterator(from), std::make_move_iterator(ops.end()));
     ops.erase(from, ops.end());
   }
-  sort_by(calls, by_start_call);
-  sort_by(ops, by_start_op);
+  sort_by(calls, InLogOrder{});
+  sort_by(ops, InLogOrder{});
   std::lock_guard lock(mu_);
   ++stats_.rounds;
   stats_.late_ops += late;
@@ -247,8 +244,8 @@ void AnalysisFeed::add(CallVector calls, OpVector ops, std::vector<Mark> marks, 
   for (auto& [op, rounds] : untimed_) ++rounds;
   for (GpuOp& op : untimed) untimed_.emplace_back(std::move(op), 0);
   take_marks(std::move(marks));
-  merge_into(backlog_calls_, std::move(calls), by_start_call);
-  merge_into(backlog_ops_, std::move(ops), by_start_op);
+  merge_into(backlog_calls_, std::move(calls), InLogOrder{});
+  merge_into(backlog_ops_, std::move(ops), InLogOrder{});
   stats_.peak_backlog = std::max<uint64_t>(stats_.peak_backlog, backlog_calls_.size());
   shed();
   stats_.add_ns += elapsed_ns(t0);
@@ -375,8 +372,8 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
 StreamingAnalysis::Result AnalysisFeed::finish(CallVector calls, OpVector ops, std::vector<Mark> marks) {
   std::lock_guard lock(mu_);
   std::lock_guard alock(analysis_mu_);
-  merge_into(backlog_calls_, std::move(calls), by_start_call);
-  merge_into(backlog_ops_, std::move(ops), by_start_op);
+  merge_into(backlog_calls_, std::move(calls), InLogOrder{});
+  merge_into(backlog_ops_, std::move(ops), InLogOrder{});
   take_marks(std::move(marks));
   hand_over_counts();
   if (sink_) sink_->finishing();

@@ -574,7 +574,7 @@ void write_recording(std::ostream& o, const EventLog& log) {
 static bool check_calls(CallVector& calls, bool nesting, std::string& error) {
   // A recording written as the run went (report/recording_stream.h) has its events in chunks: in log order, as the
   // analysis reads them. Not a log of judgements: its findings index the calls as they are.
-  auto by_log = [](const auto& a, const auto& b) { return before_in_log(a, b); };
+  constexpr InLogOrder by_log{};
   if (!std::is_sorted(calls.begin(), calls.end(), by_log)) std::stable_sort(calls.begin(), calls.end(), by_log);
   for (size_t i = 1; i < calls.size(); ++i) {
     const ApiCall& a = calls[i - 1];
@@ -890,7 +890,7 @@ bool read_recording(std::istream& in, EventLog& log, std::string& error, Replay*
   if (!ended) log.run.complete = false;  // truncated: keep what was read, say so
   if (!log.analyzed) {
     if (!check_calls(log.calls, !(replay && replay->replayed()), error)) return false;
-    auto by_log = [](const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); };
+    constexpr InLogOrder by_log{};
     if (!std::is_sorted(log.ops.begin(), log.ops.end(), by_log))
       std::stable_sort(log.ops.begin(), log.ops.end(), by_log);
   }

@@ -63,8 +63,7 @@ bool Replay::give(EventLog& log, std::string& error) {
   // A call given again in a later chunk (one let go already started before what was settled: above).
   const CallVector& window = analysis_->window().calls;
   for (const ApiCall& c : log.calls) {
-    const auto at = std::lower_bound(window.begin(), window.end(), c,
-                                     [](const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); });
+    const auto at = std::lower_bound(window.begin(), window.end(), c, InLogOrder{});
     if (at != window.end() && at->start_ns == c.start_ns && at->correlation_id == c.correlation_id) {
       error = "call " + std::to_string(c.correlation_id) + " (start " + std::to_string(c.start_ns) +
               ") is given twice (a capture writes each call once)";

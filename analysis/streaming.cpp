@@ -23,11 +23,6 @@ StreamingAnalysis::~StreamingAnalysis() = default;
 StreamingAnalysis::StreamingAnalysis(StreamingAnalysis&&) noexcept = default;
 StreamingAnalysis& StreamingAnalysis::operator=(StreamingAnalysis&&) noexcept = default;
 
-namespace {
-bool call_before(const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); }
-bool op_before(const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); }
-}  // namespace
-
 void StreamingAnalysis::count_added(size_t calls, const OpVector& ops) {
   analyzer_->counts().calls_watched += calls;
   ops_seen_ += ops.size();
@@ -42,14 +37,14 @@ void StreamingAnalysis::count_added(size_t calls, const OpVector& ops) {
 // Calls come after those described (the caller's promise): the merges leave the described ones where they are.
 void StreamingAnalysis::add(CallVector calls, OpVector ops) {
   count_added(calls.size(), ops);
-  merge_into(window_.calls, std::move(calls), call_before);
-  merge_into(window_.ops, std::move(ops), op_before);
+  merge_into(window_.calls, std::move(calls), InLogOrder{});
+  merge_into(window_.ops, std::move(ops), InLogOrder{});
 }
 
 void StreamingAnalysis::add_copy(std::span<const ApiCall> calls, OpVector ops) {
   count_added(calls.size(), ops);
-  merge_range_into(window_.calls, calls.begin(), calls.end(), call_before);
-  merge_into(window_.ops, std::move(ops), op_before);
+  merge_range_into(window_.calls, calls.begin(), calls.end(), InLogOrder{});
+  merge_into(window_.ops, std::move(ops), InLogOrder{});
 }
 
 void StreamingAnalysis::set_marks(std::vector<Mark> marks) { window_.marks = std::move(marks); }

@@ -327,10 +327,8 @@ StreamingAnalysis::Result finish() {
     log.calls = std::move(calls);
     log.ops = std::move(ops);
     log.marks = std::move(marks);
-    std::stable_sort(log.calls.begin(), log.calls.end(),
-                     [](const ApiCall& a, const ApiCall& b) { return before_in_log(a, b); });
-    std::stable_sort(log.ops.begin(), log.ops.end(),
-                     [](const GpuOp& a, const GpuOp& b) { return before_in_log(a, b); });
+    std::stable_sort(log.calls.begin(), log.calls.end(), InLogOrder{});
+    std::stable_sort(log.ops.begin(), log.ops.end(), InLogOrder{});
     log.carried.calls = shed;
     log.run.unanalyzed_calls = shed;
     log.run.env = g.env;

@@ -54,6 +54,7 @@ uint64_t timestamp();
 // `others`: NVTX's and the resource callbacks' (a range, a module load or a context creation).
 struct FailedCallbacks {
   uint64_t calls = 0, others = 0;
+  bool any() const { return calls != 0 || others != 0; }
 };
 FailedCallbacks failed_callbacks();
 

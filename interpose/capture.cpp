@@ -354,7 +354,7 @@ StreamingAnalysis::Result finish() {
   log.run.threshold_ns = g.analysis.threshold_ns;
   log.run.cost_threshold_ns = g.analysis.cost_threshold_ns;
   // What our callbacks could not keep (core.cpp says it).
-  if (const cupti::FailedCallbacks f = cupti::failed_callbacks(); f.calls != 0 || f.others != 0) complete = false;
+  if (cupti::failed_callbacks().any()) complete = false;
   log.run.complete = complete;
   // The findings made before it stopped stay; the state says the rest of the run was not watched.
   if (const std::string why = cupti::stopped_reason(health); !why.empty())

@@ -315,8 +315,7 @@ Wrote emit_report(EndKind kind, int sig) {
         " is incomplete (device_buffers=" + std::to_string(g_options->device_buffers) +
         ", device_buffer_kb=" + std::to_string(g_options->device_buffer_kb) + "; docs/performance.md)");
   }
-  if (const cupti::FailedCallbacks f = g_capturing ? cupti::failed_callbacks() : cupti::FailedCallbacks{};
-      f.calls != 0 || f.others != 0) {
+  if (const cupti::FailedCallbacks f = g_capturing ? cupti::failed_callbacks() : cupti::FailedCallbacks{}; f.any()) {
     // An exception of ours (an allocation out of memory, for one) caught where CUPTI called us: cupti/subscriber.cpp.
     std::string on;
     if (f.calls != 0) on = report::counted(f.calls, "CUDA call");

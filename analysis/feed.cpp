@@ -122,6 +122,7 @@ FeedStats AnalysisFeed::stats() const {
   s.kept_ops = c.kept_ops;
   s.compacted_calls = c.compacted_calls;
   s.peak_window_calls = c.peak_window_calls;
+  s.peak_window_ops = c.peak_window_ops;
   return s;
 }
 
@@ -212,6 +213,8 @@ void AnalysisFeed::lose() {
 void AnalysisFeed::add(CallVector calls, OpVector ops, std::vector<Mark> marks, uint64_t delivered_ns,
                        uint64_t calls_before_ns) {
   const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t gap_ns = last_add_ == std::chrono::steady_clock::time_point{} ? 0 : elapsed_ns(last_add_);
+  last_add_ = t0;
   // The collecting side's own work, outside the locks: the records horizon, and the round sorted (merge_into then
   // finds it so).
   awaited_.add_calls(calls);
@@ -234,6 +237,7 @@ void AnalysisFeed::add(CallVector calls, OpVector ops, std::vector<Mark> marks, 
   sort_by(ops, InLogOrder{});
   std::lock_guard lock(mu_);
   ++stats_.rounds;
+  stats_.longest_round_gap_ns = std::max(stats_.longest_round_gap_ns, gap_ns);
   stats_.late_ops += late;
   stats_.latest_late_ns = std::max(stats_.latest_late_ns, latest_late_ns);
   calls_before_ns_ = std::max(calls_before_ns_, calls_before_ns);
@@ -315,6 +319,23 @@ void AnalysisFeed::write_sink(CallVector calls, OpVector ops) {
   if (!calls.empty() || !ops.empty()) sink_->take(std::move(calls), std::move(ops));
 }
 
+// The backlog's records of work that started before `next_ns` (all of them at UINT64_MAX), in log order.
+OpVector AnalysisFeed::take_ops_before(uint64_t next_ns) {
+  const auto split = next_ns == UINT64_MAX
+                         ? backlog_ops_.end()
+                         : std::lower_bound(backlog_ops_.begin(), backlog_ops_.end(), next_ns,
+                                            [](const GpuOp& op, uint64_t t) { return op.start_ns < t; });
+  // The smaller part is copied: the records taken (a chunk's, while a flood's backlog holds many more) or those left.
+  if (split - backlog_ops_.begin() <= backlog_ops_.end() - split) {
+    OpVector ops(std::make_move_iterator(backlog_ops_.begin()), std::make_move_iterator(split));
+    backlog_ops_.erase(backlog_ops_.begin(), split);
+    return ops;
+  }
+  OpVector rest(std::make_move_iterator(split), std::make_move_iterator(backlog_ops_.end()));
+  backlog_ops_.erase(split, backlog_ops_.end());
+  return std::exchange(backlog_ops_, std::move(rest));
+}
+
 // Calls are taken whole, in start order: everything that started before the backlog's next call is then in the
 // analysis, so that call's start bounds the horizon too.
 void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
@@ -330,9 +351,13 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   // rounds: taken out as a vector of its own, the chunk was one more copy of up to 32k calls beside the window's,
   // and the backlog (the rest, when the chunk was most of it) grew again from nothing, copied at each doubling.
   const std::span<const ApiCall> front(backlog_calls_.data(), k);
-  // Every record that came: a call's description reads its own work, which may start after later calls began (queued
-  // work). The window keeps work until every call that may read it was judged (streaming.h).
-  OpVector ops = std::exchange(backlog_ops_, {});
+  // The records of work that started before the backlog's next call. The rest waits here with the calls that may
+  // have enqueued it: a step goes no further than that call (below), so no call it judges can have waited for work
+  // that started later, and a call of the chunk whose own work starts later waits for its record as it does for a
+  // record not delivered yet (Analyzer::awaits_record). Handed over whole, a backlog's records went into the window
+  // at its first chunk and were indexed again at every step until their calls came: behind in a flood, the window
+  // held ten times the work, each step took that much longer and the analysis never caught up again.
+  OpVector ops = take_ops_before(next);
   remember_launches(front);
   // The chunk is in the analysis before the backlog is let go: the collecting side never sees its calls in neither.
   // A sink gets a copy, written once the backlog's lock is let go.
@@ -367,6 +392,7 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   st.kept_ops = analysis_.window().ops.size();
   st.compacted_calls = analysis_.judged_calls();
   st.peak_window_calls = std::max(st.peak_window_calls, st.kept_calls);
+  st.peak_window_ops = std::max(st.peak_window_ops, st.kept_ops);
 }
 
 StreamingAnalysis::Result AnalysisFeed::finish(CallVector calls, OpVector ops, std::vector<Mark> marks) {

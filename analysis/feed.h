@@ -5,6 +5,7 @@
 // (AnalysisFeed below says how they share it), tests and bench/compactor_replay on fabricated streams.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -29,10 +30,13 @@ struct FeedStats {
   // Where a round's time goes besides the chunks: flushing CUPTI and taking its records (flush_ns), taking the
   // threads' buffers (take_ns), and adding them to the backlog: sorting, merging, shedding (add_ns).
   uint64_t flush_ns = 0, take_ns = 0, add_ns = 0;
+  uint64_t longest_round_gap_ns =
+      0;  // between two rounds' batches, at most (a flood's: pace.h's kPoll when it keeps up)
   // The analysis' window after the last chunk (at the end: the calls and GPU work the report keeps), and the calls
   // judged so far.
   uint64_t kept_calls = 0, kept_ops = 0, compacted_calls = 0;
   uint64_t peak_window_calls = 0;  // the analysis' window after a chunk, at most
+  uint64_t peak_window_ops = 0;    // likewise, its GPU work
   uint64_t dropped_ops = 0;        // GPU work of calls shed, dropped with them (drop_orphan_work)
   // Activity records that came a round late: the operation ended before the previous batch's delivery time, yet
   // came in this batch. The margin (CompactOptions::margin_ns) must cover how much earlier they ended.
@@ -190,6 +194,7 @@ class AnalysisFeed {
   size_t shed_oldest(size_t down_to, Drop drop);
   void drop_orphan_work();
   void remember_launches(std::span<const ApiCall> calls);
+  OpVector take_ops_before(uint64_t next_ns);  // under mu_
 
   // Work CUPTI delivered untimed (start and end 0: cupti/activity.cpp): sorted by start it would go into the
   // analysis' window ahead of the call that enqueued it, be dropped there as nobody's work, and that call would then
@@ -207,6 +212,7 @@ class AnalysisFeed {
   uint64_t calls_before_ns_ = 0;
   // The collecting thread's alone (add, records_before): no lock.
   uint64_t last_delivered_ns_ = 0;
+  std::chrono::steady_clock::time_point last_add_{};
   AwaitedRecords awaited_;
 };
 

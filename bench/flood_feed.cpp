@@ -325,15 +325,17 @@ int main(int argc, char** argv) {
   std::printf(
       "RESULT threads=%u calls=%llu program_s=%.2f all_s=%.2f chunks_s=%.2f adding_s=%.2f shed=%llu lost=%llu "
       "peak_backlog=%llu "
-      "peak_window_calls=%llu findings=%zu rss_added_kb=%ld at_peak: rss_added_kb=%ld arena_used_kb=%ld "
+      "peak_window_calls=%llu peak_window_ops=%llu findings=%zu rss_added_kb=%ld at_peak: rss_added_kb=%ld "
+      "arena_used_kb=%ld "
       "arena_free_kb=%ld malloc_mapped_kb=%ld events_mapped_kb=%llu events_cached_kb=%llu\n",
       threads, static_cast<unsigned long long>(per_thread * threads), program_s, all_s,
       static_cast<double>(st.compact_ns) / 1e9, static_cast<double>(st.add_ns) / 1e9,
       static_cast<unsigned long long>(st.shed_calls), static_cast<unsigned long long>(st.lost_calls),
       static_cast<unsigned long long>(st.peak_backlog), static_cast<unsigned long long>(st.peak_window_calls),
-      r.analysis.findings.size(), status_kb("VmHWM:") - rss0, peak.rss_kb - rss0,
-      static_cast<long>(peak.arena_used - m0.uordblks) / 1024, static_cast<long>(peak.arena_free - m0.fordblks) / 1024,
-      static_cast<long>(peak.mapped - m0.hblkhd) / 1024, static_cast<unsigned long long>(peak.events_mapped / 1024),
+      static_cast<unsigned long long>(st.peak_window_ops), r.analysis.findings.size(), status_kb("VmHWM:") - rss0,
+      peak.rss_kb - rss0, static_cast<long>(peak.arena_used - m0.uordblks) / 1024,
+      static_cast<long>(peak.arena_free - m0.fordblks) / 1024, static_cast<long>(peak.mapped - m0.hblkhd) / 1024,
+      static_cast<unsigned long long>(peak.events_mapped / 1024),
       static_cast<unsigned long long>(peak.events_cached / 1024));
   const event_memory::Stats e = event_memory::stats();
   std::printf("EVENT_MEMORY maps=%llu reuses=%llu\n", static_cast<unsigned long long>(e.maps),

@@ -206,15 +206,16 @@ std::string stats_line(const EventLog& log) {
   o << "stats: " << counted(log.calls.size(), "call") << " and " << counted(log.ops.size(), "GPU operation")
     << " kept for the report, " << counted(log.carried.calls, "call") << " and "
     << counted(log.carried.ops, "operation") << " judged and let go; " << counted(st.rounds, "round") << " ("
-    << capture::forced_flushes() << " with a forced flush), " << counted(st.chunks, "chunk") << " (largest "
-    << counted(st.largest_chunk, "call") << ", longest " << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, "
-    << static_cast<double>(st.compact_ns) / 1e6
+    << capture::forced_flushes() << " with a forced flush, at most "
+    << static_cast<double>(st.longest_round_gap_ns) / 1e6 << " ms apart), " << counted(st.chunks, "chunk")
+    << " (largest " << counted(st.largest_chunk, "call") << ", longest "
+    << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, " << static_cast<double>(st.compact_ns) / 1e6
     << " ms in all; rounds besides: " << static_cast<double>(st.flush_ns) / 1e6 << " ms flushing CUPTI, "
     << static_cast<double>(st.take_ns) / 1e6 << " ms taking the threads' calls, "
     << static_cast<double>(st.add_ns) / 1e6 << " ms adding them), backlog peak " << counted(st.peak_backlog, "call")
-    << ", window peak " << counted(st.peak_window_calls, "call") << ", " << counted(st.shed_calls, "call")
-    << " shed at the compact_backlog limit (" << st.lost_calls << " of them not ordinary: lost); "
-    << counted(st.late_ops, "activity record") << " a round late (ended up to "
+    << ", window peak " << counted(st.peak_window_calls, "call") << " and " << counted(st.peak_window_ops, "operation")
+    << ", " << counted(st.shed_calls, "call") << " shed at the compact_backlog limit (" << st.lost_calls
+    << " of them not ordinary: lost); " << counted(st.late_ops, "activity record") << " a round late (ended up to "
     << static_cast<double>(st.latest_late_ns) / 1e6 << " ms before the flush that missed them); "
     << counted(st.awaited_records, "call") << " waiting for their work's record at the last round, "
     << counted(st.overdue_records, "record") << " given up on (10 s overdue); "

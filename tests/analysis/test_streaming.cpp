@@ -738,6 +738,21 @@ TEST(AnalysisFeed, LongRunsKeepWhatShortOnesKeep) {
   EXPECT_EQ(kept[0], kept[1]);
 }
 
+// Behind (a flood: the backlog holds many chunks), the work of calls still in the backlog waits there with them. Given
+// to the window at the first chunk, it was indexed again at every step until its calls came, and each step of a
+// backlog of N calls took time in N: the analysis slowed down just as it fell behind, and never caught up.
+TEST(AnalysisFeed, BehindTheWindowHoldsOnlyTheWorkOfItsOwnCalls) {
+  Builder b = ordinary_run(20'000);
+  const std::string expected = json_of(b.log);
+  FeedStats st;
+  const EventLog out = run_compactor(b.log, rounds_of(b.log, 2), 200 * kUs, 512, &st);  // 10k calls a round
+  EXPECT_EQ(json_of(out), expected);
+  EXPECT_GE(st.peak_backlog, 9'000u);
+  // A chunk's work, and the margin's (20 launches): not the backlog's thousands.
+  EXPECT_LT(st.peak_window_ops, 2'000u);
+  EXPECT_LT(st.peak_window_calls, 2'000u);
+}
+
 // flush_period (capture.cpp): CUPTI is flushed by force only every `forced_every` rounds; in between, an ordinary
 // flush hands over only the buffers CUPTI filled: here every other record of work that ended since (`hold_all`:
 // none), the rest coming with the next forced flush. Compacted up to the last forced flush only (the floor of the

@@ -10,7 +10,8 @@
 // Environment: CUPTI_FLOOR_BUFFER_KB (default: asynccheck's), CUPTI_FLOOR_DEVICE_BUFFER_KB (default 0: CUPTI's size),
 // CUPTI_FLOOR_VERBOSE=1 (one line at start and at exit), CUPTI_FLOOR_FLUSH_MS=N with
 // CUPTI_FLOOR_FLUSH=forced|default: a thread that flushes every N ms (what CUPTI does when a tool collects its
-// records during the run, as asynccheck's compaction does; docs/performance.md).
+// records during the run, as asynccheck's compaction does; docs/performance.md), or CUPTI_FLOOR_FLUSH=period: CUPTI's
+// own worker thread flushes every N ms (cuptiActivityFlushPeriod).
 // Errors are printed as one "cupti_floor: ERROR ..." line on stderr; the program then runs unwatched.
 #include <cupti.h>
 #include <unistd.h>
@@ -74,10 +75,12 @@ void at_exit() {
                         spec.domain == Domain::Runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
                         spec.cbid);
   }
+  const uint64_t before_flush = g_buffers.load();
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (g_verbose) {
-    say("exit: " + std::to_string(g_buffers.load()) + " buffers completed, " + std::to_string(g_bytes.load()) +
-        " bytes of records, " + std::to_string(g_dropped.load()) + " dropped");
+    say("exit: " + std::to_string(g_buffers.load()) + " buffers completed (" + std::to_string(before_flush) +
+        " before the exit's flush), " + std::to_string(g_bytes.load()) + " bytes of records, " +
+        std::to_string(g_dropped.load()) + " dropped");
   }
 }
 
@@ -141,12 +144,20 @@ bool start(std::string& error) {
     const char* how = std::getenv("CUPTI_FLOOR_FLUSH");
     const bool forced = how == nullptr || std::strcmp(how, "default") != 0;
     const auto period = std::chrono::milliseconds(std::strtoul(ms, nullptr, 10));
-    std::thread([period, forced] {
-      for (;;) {
-        std::this_thread::sleep_for(period);
-        cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    if (how != nullptr && std::strcmp(how, "period") == 0) {  // CUPTI's own worker thread flushes
+      r = cuptiActivityFlushPeriod(static_cast<uint32_t>(period.count()));
+      if (r != CUPTI_SUCCESS) {
+        error = "cuptiActivityFlushPeriod failed: " + result_text(r);
+        return false;
       }
-    }).detach();
+    } else {
+      std::thread([period, forced] {
+        for (;;) {
+          std::this_thread::sleep_for(period);
+          cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+        }
+      }).detach();
+    }
   }
   if (g_verbose) {
     say("on: " + std::to_string(callbacks) + " API callbacks, 3 resource callbacks, " + std::to_string(enabled.size()) +

@@ -35,4 +35,5 @@ put bench/libcupti_floor.so
 put bench/startup
 put bench/libpc_sampler.so
 put bench/libmem_sampler.so
+put bench/libfault_trace.so
 du -sh "$carry"

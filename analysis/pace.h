@@ -56,6 +56,18 @@ bool round_due(PaceClock::duration since_last_round, size_t pending_calls, size_
 bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_t backlog, size_t max_backlog,
                  uint64_t front_ns);
 
+// Whether a round that forces no flush flushes CUPTI at all (an ordinary flush, flag 0). cuptiActivityFlushAll from
+// our thread while the program's threads launch crashes CUPTI 13.0 now and then on a loaded host: a SIGSEGV inside
+// libcupti below cuLaunchKernel (docs/robustness.md; the CUPTI floor flushing every 5 ms did it too, and never
+// without the flush). CUPTI hands over the buffers it fills on its own, from its worker thread: a flood's come every
+// few milliseconds and need no flush. So a round flushes only when none came since the last round (`buffers_came`:
+// a program that fills them slowly, whose records would otherwise wait), some call was then still waiting for its
+// work's record (`records_ns`, the last round's records horizon, before `last_round_ns`, that round's time; 0 before
+// the first round), and the last ordinary flush (`last_flush_ns`, 0: none yet) was kOrdinaryFlushGap ago or more.
+inline constexpr uint64_t kOrdinaryFlushGapNs = 100'000'000;
+bool ordinary_flush(uint64_t now_ns, bool buffers_came, uint64_t records_ns, uint64_t last_round_ns,
+                    uint64_t last_flush_ns);
+
 // The backlog size past which the analysis counts as behind (the capture takes from the threads at once, trims
 // the heap) and, with a flush period, goes on analyzing past the records horizon rather than shed: two rounds of
 // calls, or with a period the half of `max_backlog` that forces a flush (what waits for it is not "behind").

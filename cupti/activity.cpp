@@ -334,14 +334,28 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
 
 void flush_activity(bool forced) {
   const CUptiResult r = cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  if (r != CUPTI_SUCCESS) {
+    State& s = state();
+    std::lock_guard lock(s.mu);
+    if (s.flush_failures++ == 0) {
+      const char* msg = nullptr;
+      s.flush_error = cuptiGetResultString(r, &msg) == CUPTI_SUCCESS && msg ? msg : "CUPTI error " + std::to_string(r);
+    }
+  }
+  wait_decoded();  // the flush has handed off every buffer it completed
+}
+
+void wait_decoded() {
   State& s = state();
   std::unique_lock lock(s.mu);
-  if (r != CUPTI_SUCCESS && s.flush_failures++ == 0) {
-    const char* msg = nullptr;
-    s.flush_error = cuptiGetResultString(r, &msg) == CUPTI_SUCCESS && msg ? msg : "CUPTI error " + std::to_string(r);
-  }
-  const uint64_t target = s.completed;  // the flush has handed off every buffer it completed
+  const uint64_t target = s.completed;
   s.cv.wait(lock, [&] { return s.decoded >= target; });
+}
+
+uint64_t buffers_completed() {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.completed;
 }
 
 OpVector take_ops() {

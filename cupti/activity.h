@@ -22,6 +22,11 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
 // with the records of all work finished by now (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); otherwise only the buffers CUPTI
 // filled (flag 0), which says nothing of the records still in its other buffers.
 void flush_activity(bool forced = true);
+// Waits until the worker decoded every buffer CUPTI handed off so far, without flushing: a round that flushes
+// nothing takes what CUPTI delivered on its own (analysis/pace.h, ordinary_flush).
+void wait_decoded();
+// The buffers CUPTI handed off so far (on its own or at a flush).
+uint64_t buffers_completed();
 
 // The flushes that failed so far (health.h: CUPTI no longer delivers our records).
 void flush_health(Health& h);

@@ -37,12 +37,25 @@ Horizons take_from_threads(Global& g) {
   const size_t backlog = g.flush_period_ns != 0 ? g.feed->backlog_size() : 0;
   const uint64_t front = g.max_backlog != 0 && backlog >= g.max_backlog / 2 ? g.feed->backlog_front_ns() : 0;
   const bool forced = force_flush(now, g.records_ns, g.flush_period_ns, backlog, g.max_backlog, front);
+  const uint64_t buffers = cupti::buffers_completed();
+  const bool ordinary =
+      !forced && ordinary_flush(now, buffers != g.buffers_seen, g.records_ns, g.last_round_ns, g.last_ordinary_ns);
   const auto t0 = std::chrono::steady_clock::now();
-  cupti::flush_activity(forced);
+  if (forced || ordinary) {
+    cupti::flush_activity(forced);
+  } else {
+    cupti::wait_decoded();  // what CUPTI handed over on its own
+  }
   if (forced) {
     g.last_forced_ns = now;
     g.forced_flushes.fetch_add(1, std::memory_order_relaxed);
   }
+  if (ordinary) {
+    g.last_ordinary_ns = now;
+    g.ordinary_flushes.fetch_add(1, std::memory_order_relaxed);
+  }
+  g.last_round_ns = now;
+  g.buffers_seen = cupti::buffers_completed();
   OpVector ops = cupti::take_ops();
   const auto t1 = std::chrono::steady_clock::now();
   std::vector<ThreadLog*> threads;
@@ -149,5 +162,7 @@ Stats stats() {
 uint64_t stacks_walked() { return global().stacks_walked.load(std::memory_order_relaxed); }
 
 uint64_t forced_flushes() { return global().forced_flushes.load(std::memory_order_relaxed); }
+
+uint64_t ordinary_flushes() { return global().ordinary_flushes.load(std::memory_order_relaxed); }
 
 }  // namespace asynccheck::capture

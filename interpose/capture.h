@@ -20,6 +20,7 @@ Stats stats();
 uint64_t stacks_walked();
 // Compaction rounds that flushed CUPTI by force (every round unless flush_period), for the `stats` option.
 uint64_t forced_flushes();
+uint64_t ordinary_flushes();  // rounds that flushed CUPTI without forcing it (analysis/pace.h: ordinary_flush)
 
 // How the capture records and analyzes (the options of options.def that concern it, in one place).
 struct Options {

@@ -55,8 +55,9 @@ struct Global {
   std::vector<Mark> marks;
   HostRanges ranges;
   BlockingStreams streams;
-  std::atomic<uint64_t> stacks_walked{0};   // for the `stats` option
-  std::atomic<uint64_t> forced_flushes{0};  // likewise: rounds that flushed CUPTI by force (flush_period)
+  std::atomic<uint64_t> stacks_walked{0};     // for the `stats` option
+  std::atomic<uint64_t> forced_flushes{0};    // likewise: rounds that flushed CUPTI by force (flush_period)
+  std::atomic<uint64_t> ordinary_flushes{0};  // and rounds that flushed it otherwise (pace.h: ordinary_flush)
   // The analysis streams (bounded memory, analysis/feed.h): the collecting thread moves what the application threads
   // captured into the feed each round, and the analyzing thread analyzes it a chunk at a time, so that each chunk (and the wait of
   // finish() for one) stays short however much piled up. Off with compact=0 (every event kept, analyzed at the end).
@@ -69,6 +70,9 @@ struct Global {
   // came (AnalysisFeed::records_before). Both the collecting thread's alone.
   uint64_t flush_period_ns = 0;
   uint64_t last_forced_ns = 0;
+  // The collecting thread's, for ordinary_flush: the last round's time, the last ordinary flush, and how many
+  // buffers CUPTI had handed off at the last round.
+  uint64_t last_round_ns = 0, last_ordinary_ns = 0, buffers_seen = 0;
   uint64_t records_ns = 0;  // the last round's records horizon: a flush is forced when it lags flush_period
   // Threads that outrun the analysis threads stay bounded too: a thread whose buffer holds its share of
   // compact_backlog (half of it over the threads, at least a round) counts its sheddable calls instead of keeping

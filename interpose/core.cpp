@@ -206,9 +206,9 @@ std::string stats_line(const EventLog& log) {
   o << "stats: " << counted(log.calls.size(), "call") << " and " << counted(log.ops.size(), "GPU operation")
     << " kept for the report, " << counted(log.carried.calls, "call") << " and "
     << counted(log.carried.ops, "operation") << " judged and let go; " << counted(st.rounds, "round") << " ("
-    << capture::forced_flushes() << " with a forced flush, at most "
-    << static_cast<double>(st.longest_round_gap_ns) / 1e6 << " ms apart), " << counted(st.chunks, "chunk")
-    << " (largest " << counted(st.largest_chunk, "call") << ", longest "
+    << capture::forced_flushes() << " with a forced flush, " << capture::ordinary_flushes()
+    << " with an ordinary one, at most " << static_cast<double>(st.longest_round_gap_ns) / 1e6 << " ms apart), "
+    << counted(st.chunks, "chunk") << " (largest " << counted(st.largest_chunk, "call") << ", longest "
     << static_cast<double>(st.longest_chunk_ns) / 1e6 << " ms, " << static_cast<double>(st.compact_ns) / 1e6
     << " ms in all; rounds besides: " << static_cast<double>(st.flush_ns) / 1e6 << " ms flushing CUPTI, "
     << static_cast<double>(st.take_ns) / 1e6 << " ms taking the threads' calls, "

@@ -17,6 +17,20 @@ TEST(CollectorPace, ARoundByCountOrAfterTheInterval) {
   EXPECT_TRUE(round_due(kRoundInterval, 0, 4096));  // a program making few calls: every interval
 }
 
+// An ordinary flush only where CUPTI's own deliveries leave records waiting: never while buffers come by themselves (a
+// flood), never when no call waited for a record, and at most every kOrdinaryFlushGapNs.
+TEST(CollectorPace, AnOrdinaryFlushOnlyWhenNoBufferCameAndRecordsAreAwaited) {
+  const uint64_t gap = kOrdinaryFlushGapNs;
+  // Records awaited (the horizon 4'000 behind the last round at 9'000), no buffer came, no flush yet: flush.
+  EXPECT_TRUE(ordinary_flush(10'000, false, 4'000, 9'000, 0));
+  EXPECT_FALSE(ordinary_flush(10'000, true, 4'000, 9'000, 0));   // CUPTI handed a buffer over since: none
+  EXPECT_FALSE(ordinary_flush(10'000, false, 9'000, 9'000, 0));  // nothing awaited at the last round
+  EXPECT_TRUE(ordinary_flush(10'000, false, 0, 0, 0));           // the first round: nothing known, flush
+  // The last one less than the gap ago: not yet.
+  EXPECT_FALSE(ordinary_flush(gap + 9'999, false, 4'000, 9'000, 10'000));
+  EXPECT_TRUE(ordinary_flush(gap + 10'000, false, 4'000, 9'000, 10'000));
+}
+
 TEST(CollectorPace, ForcedFlushesEveryRoundOrWhenTheRecordsLagAPeriod) {
   EXPECT_TRUE(force_flush(5'000, 4'000, 0, 0, 0, 0));            // a period of 0: every round
   EXPECT_FALSE(force_flush(5'000, 0, 1'000'000, 0, 0, 0));       // the first round: an ordinary flush (work in flight)

@@ -146,8 +146,13 @@ size_t AnalysisFeed::shed_oldest(size_t down_to, Drop drop) {
 void AnalysisFeed::shed() {
   if (max_backlog_ == 0) return;
   if (backlog_calls_.size() <= max_backlog_) {
-    // The work of calls the capture shed (its per-thread limit) piles up here though the calls do not.
-    if (backlog_ops_.size() > max_backlog_) drop_orphan_work();
+    // The work of calls the capture shed (its per-thread limit) piles up here though the calls do not. The work of
+    // calls still here waits too (compact_chunk): looked for again only once the work doubled since what the last
+    // look kept, not every round of a flood whose calls each have many records (graph launches).
+    if (backlog_ops_.size() > std::max(max_backlog_, 2 * orphans_looked_at_)) {
+      drop_orphan_work();
+      orphans_looked_at_ = backlog_ops_.size();
+    }
     return;
   }
   count_shed_locked(shed_oldest(max_backlog_ / 2, [&](const ApiCall& c) {
@@ -325,7 +330,7 @@ OpVector AnalysisFeed::take_ops_before(uint64_t next_ns) {
                          ? backlog_ops_.end()
                          : std::lower_bound(backlog_ops_.begin(), backlog_ops_.end(), next_ns,
                                             [](const GpuOp& op, uint64_t t) { return op.start_ns < t; });
-  // The smaller part is copied: the records taken (a chunk's, while a flood's backlog holds many more) or those left.
+  // The smaller part goes into a vector of its own (the rest is moved up, or keeps the backlog's vector and memory).
   if (split - backlog_ops_.begin() <= backlog_ops_.end() - split) {
     OpVector ops(std::make_move_iterator(backlog_ops_.begin()), std::make_move_iterator(split));
     backlog_ops_.erase(backlog_ops_.begin(), split);
@@ -356,7 +361,9 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   // that started later, and a call of the chunk whose own work starts later waits for its record as it does for a
   // record not delivered yet (Analyzer::awaits_record). Handed over whole, a backlog's records went into the window
   // at its first chunk and were indexed again at every step until their calls came: behind in a flood, the window
-  // held ten times the work, each step took that much longer and the analysis never caught up again.
+  // held ten times the work, each step took that much longer and the analysis never caught up again. (Not handled:
+  // a call whose work starts more than kRecordOverdueNs after it returned, while the backlog holds more than a
+  // chunk, may be described without that work, as if its record never came.)
   OpVector ops = take_ops_before(next);
   remember_launches(front);
   // The chunk is in the analysis before the backlog is let go: the collecting side never sees its calls in neither.
@@ -373,7 +380,10 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   backlog_calls_.erase(backlog_calls_.begin(), backlog_calls_.begin() + static_cast<std::ptrdiff_t>(k));
   const bool drained = backlog_calls_.empty();
   // Drained, its memory goes (the next round moves its own vector in); a flood keeps it from round to round.
-  if (drained) CallVector().swap(backlog_calls_);
+  if (drained) {
+    CallVector().swap(backlog_calls_);
+    orphans_looked_at_ = 0;
+  }
   OpVector released = release_untimed(false);
   lock.unlock();
   write_sink(std::move(sink_calls), std::move(sink_ops));

@@ -207,6 +207,7 @@ class AnalysisFeed {
   std::vector<std::pair<GpuOp, uint32_t>> untimed_;
 
   size_t max_backlog_;
+  size_t orphans_looked_at_ = 0;           // the backlog's work that drop_orphan_work kept at its last look (shed())
   std::unordered_set<uint64_t> launched_;  // kernel functions launched so far, in start order
   FeedStats stats_;                        // the collecting side's
   uint64_t calls_before_ns_ = 0;

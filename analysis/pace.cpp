@@ -14,11 +14,12 @@ bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_
   return max_backlog != 0 && backlog >= max_backlog / 2 && front_ns >= records_ns;
 }
 
-bool ordinary_flush(uint64_t now_ns, bool buffers_came, uint64_t records_ns, uint64_t last_round_ns,
+bool ordinary_flush(uint64_t now_ns, bool buffers_came, bool calls_waiting, uint64_t records_ns, uint64_t last_round_ns,
                     uint64_t last_flush_ns) {
+  if (last_flush_ns != 0 && now_ns < last_flush_ns + kOrdinaryFlushGapNs) return false;
+  if (records_ns != 0 && now_ns >= records_ns + kRecordsLagNs) return true;
   if (buffers_came) return false;
-  const bool awaited = records_ns == 0 || records_ns < last_round_ns;
-  return awaited && (last_flush_ns == 0 || now_ns >= last_flush_ns + kOrdinaryFlushGapNs);
+  return calls_waiting || records_ns == 0 || records_ns < last_round_ns;
 }
 
 size_t behind_at(uint64_t period_ns, size_t round_calls, size_t max_backlog) {

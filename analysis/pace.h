@@ -60,12 +60,18 @@ bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_
 // our thread while the program's threads launch crashes CUPTI 13.0 now and then on a loaded host: a SIGSEGV inside
 // libcupti below cuLaunchKernel (docs/robustness.md; the CUPTI floor flushing every 5 ms did it too, and never
 // without the flush). CUPTI hands over the buffers it fills on its own, from its worker thread: a flood's come every
-// few milliseconds and need no flush. So a round flushes only when none came since the last round (`buffers_came`:
-// a program that fills them slowly, whose records would otherwise wait), some call was then still waiting for its
-// work's record (`records_ns`, the last round's records horizon, before `last_round_ns`, that round's time; 0 before
-// the first round), and the last ordinary flush (`last_flush_ns`, 0: none yet) was kOrdinaryFlushGap ago or more.
+// few milliseconds and need no flush. So at most one ordinary flush every kOrdinaryFlushGapNs (`last_flush_ns`, 0:
+// none yet), and only
+// - when a call has waited for its work's record kRecordsLagNs or more (`records_ns`, the last round's records
+//   horizon; 0 before the first round), whatever else came: CUPTI fills a buffer per thread, and one thread's full
+//   buffers say nothing of another's part-filled one;
+// - or when CUPTI handed over nothing since the last round (`buffers_came` false) while the threads hold calls for
+//   this round (`calls_waiting`) or a call still waited for its record at the last round (`records_ns` before
+//   `last_round_ns`, that round's time): a program that fills buffers slowly, whose records (of the calls, and of
+//   work no watched call enqueued, such as unified memory's migrations) would otherwise wait for the next one.
 inline constexpr uint64_t kOrdinaryFlushGapNs = 100'000'000;
-bool ordinary_flush(uint64_t now_ns, bool buffers_came, uint64_t records_ns, uint64_t last_round_ns,
+inline constexpr uint64_t kRecordsLagNs = 100'000'000;
+bool ordinary_flush(uint64_t now_ns, bool buffers_came, bool calls_waiting, uint64_t records_ns, uint64_t last_round_ns,
                     uint64_t last_flush_ns);
 
 // The backlog size past which the analysis counts as behind (the capture takes from the threads at once, trims

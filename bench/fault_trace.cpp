@@ -3,9 +3,11 @@
 //   FAULT_TRACE sig=11 addr=0x... pc=0x... tid=...
 // then the faulting thread's frames (glibc's backtrace_symbols_fd: `module(symbol+0x..)[0x..]`, or `module(+0x..)`
 // for a hidden symbol: feed the offset to addr2line with the unstripped build) and the executable mappings of
-// /proc/self/maps, then lets the signal go on as it would have (asynccheck's handler chains to this one, or this
-// one ends the process under the default action). Diagnosis only: backtrace() is not async-signal-safe in
-// principle (its first call loads libgcc_s, done here at load so that the handler needs nothing new).
+// /proc/self/maps. The preloaded libraries' constructors run last listed first, so this one's handler replaces
+// asynccheck's; it then puts back the action it replaced and returns: the instruction faults again and goes to that
+// action (asynccheck's report, then the program's handler or the default end), as it would have without this one.
+// Diagnosis only: backtrace() is not async-signal-safe in principle (its first call loads libgcc_s, done here at
+// load so that the handler needs nothing new).
 #include <execinfo.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -18,6 +20,8 @@
 #include <initializer_list>
 
 namespace {
+
+struct sigaction g_previous[NSIG];  // the action each signal had before ours
 
 void put(const char* s) { (void)!write(2, s, strlen(s)); }
 
@@ -74,10 +78,7 @@ void on_fault(int sig, siginfo_t* info, void* context) {
     close(fd);
   }
   put("FAULT_TRACE end\n");
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  sigaction(sig, &dfl, nullptr);  // returning runs the instruction again: it faults under the default action
+  sigaction(sig, &g_previous[sig], nullptr);  // returning runs the instruction again: it faults under that action
 }
 
 __attribute__((constructor)) void install() {
@@ -87,7 +88,7 @@ __attribute__((constructor)) void install() {
   sa.sa_sigaction = on_fault;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigaction(sig, &sa, &g_previous[sig]);
 }
 
 }  // namespace

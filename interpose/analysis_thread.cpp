@@ -31,6 +31,14 @@ struct Horizons {
                      // its work's record, at least the last forced flush (AnalysisFeed::records_before)
 };
 
+// The calls the program's threads hold for the next round.
+size_t pending_calls(Global& g) {
+  size_t n = 0;
+  std::lock_guard lock(g.mu);
+  for (ThreadLog* t : g.threads) n += t->pending.load(std::memory_order_relaxed);
+  return n;
+}
+
 // Moves what every thread captured, and the GPU work decoded so far, into the backlog.
 Horizons take_from_threads(Global& g) {
   const uint64_t now = cupti::timestamp();
@@ -38,8 +46,8 @@ Horizons take_from_threads(Global& g) {
   const uint64_t front = g.max_backlog != 0 && backlog >= g.max_backlog / 2 ? g.feed->backlog_front_ns() : 0;
   const bool forced = force_flush(now, g.records_ns, g.flush_period_ns, backlog, g.max_backlog, front);
   const uint64_t buffers = cupti::buffers_completed();
-  const bool ordinary =
-      !forced && ordinary_flush(now, buffers != g.buffers_seen, g.records_ns, g.last_round_ns, g.last_ordinary_ns);
+  const bool ordinary = !forced && ordinary_flush(now, buffers != g.buffers_seen, pending_calls(g) != 0, g.records_ns,
+                                                  g.last_round_ns, g.last_ordinary_ns);
   const auto t0 = std::chrono::steady_clock::now();
   if (forced || ordinary) {
     cupti::flush_activity(forced);
@@ -98,13 +106,6 @@ Horizons take_from_threads(Global& g) {
   g.feed->count_shed(shed, lost);
   g.records_ns = g.feed->records_before(now, g.last_forced_ns);
   return {horizon, g.records_ns};
-}
-
-size_t pending_calls(Global& g) {
-  size_t n = 0;
-  std::lock_guard lock(g.mu);
-  for (ThreadLog* t : g.threads) n += t->pending.load(std::memory_order_relaxed);
-  return n;
 }
 
 void collect() {

@@ -12,7 +12,9 @@ scripts/gpu-samples-test.sh "$build" "$build/tests/samples/test_samples" || stat
 echo "== gpu.mpi_ranks"
 scripts/gpu-mpi-test.sh "$build" || status=1
 echo "== gpu.loaded_host"
-scripts/gpu-loaded-host-test.sh "$build" || status=1
+scripts/gpu-loaded-host-test.sh "$build"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 77 ] && status=1
 # The robustness tests of label gpu (tests/robustness): CUDA exit paths, fork/exec, threads, other profilers.
 for t in test_cuda_exit_paths test_threads test_other_profilers test_monitoring_stops; do
   echo "== robust.gpu: $t"

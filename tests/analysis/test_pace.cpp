@@ -17,18 +17,26 @@ TEST(CollectorPace, ARoundByCountOrAfterTheInterval) {
   EXPECT_TRUE(round_due(kRoundInterval, 0, 4096));  // a program making few calls: every interval
 }
 
-// An ordinary flush only where CUPTI's own deliveries leave records waiting: never while buffers come by themselves (a
-// flood), never when no call waited for a record, and at most every kOrdinaryFlushGapNs.
-TEST(CollectorPace, AnOrdinaryFlushOnlyWhenNoBufferCameAndRecordsAreAwaited) {
+// An ordinary flush only where CUPTI's own deliveries leave records waiting: not while buffers come by themselves (a
+// flood) unless a record has waited kRecordsLagNs, not when nothing is to be judged, and at most every
+// kOrdinaryFlushGapNs.
+TEST(CollectorPace, AnOrdinaryFlushOnlyWhereCuptisOwnDeliveriesLeaveRecordsWaiting) {
   const uint64_t gap = kOrdinaryFlushGapNs;
-  // Records awaited (the horizon 4'000 behind the last round at 9'000), no buffer came, no flush yet: flush.
-  EXPECT_TRUE(ordinary_flush(10'000, false, 4'000, 9'000, 0));
-  EXPECT_FALSE(ordinary_flush(10'000, true, 4'000, 9'000, 0));   // CUPTI handed a buffer over since: none
-  EXPECT_FALSE(ordinary_flush(10'000, false, 9'000, 9'000, 0));  // nothing awaited at the last round
-  EXPECT_TRUE(ordinary_flush(10'000, false, 0, 0, 0));           // the first round: nothing known, flush
-  // The last one less than the gap ago: not yet.
-  EXPECT_FALSE(ordinary_flush(gap + 9'999, false, 4'000, 9'000, 10'000));
-  EXPECT_TRUE(ordinary_flush(gap + 10'000, false, 4'000, 9'000, 10'000));
+  const uint64_t t = 10 * kRecordsLagNs;  // now
+  const uint64_t round = t - 5'000'000;   // the last round, 5 ms ago
+  // No buffer came: flush if the threads hold calls, or a record was awaited at the last round.
+  EXPECT_TRUE(ordinary_flush(t, false, true, round, round, 0));
+  EXPECT_TRUE(ordinary_flush(t, false, false, round - 1, round, 0));
+  EXPECT_FALSE(ordinary_flush(t, false, false, round, round, 0));  // nothing to judge: none
+  EXPECT_TRUE(ordinary_flush(t, false, false, 0, 0, 0));           // the first round: nothing known, flush
+  // Buffers came (a flood): none, unless a record has waited kRecordsLagNs.
+  EXPECT_FALSE(ordinary_flush(t, true, true, round - 1, round, 0));
+  EXPECT_FALSE(ordinary_flush(t, true, true, t - kRecordsLagNs + 1, round, 0));
+  EXPECT_TRUE(ordinary_flush(t, true, true, t - kRecordsLagNs, round, 0));
+  // The last one less than the gap ago: not yet, whatever waits.
+  EXPECT_FALSE(ordinary_flush(t, false, true, 0, 0, t - gap + 1));
+  EXPECT_FALSE(ordinary_flush(t, true, true, t - 2 * kRecordsLagNs, round, t - gap + 1));
+  EXPECT_TRUE(ordinary_flush(t, false, true, round, round, t - gap));
 }
 
 TEST(CollectorPace, ForcedFlushesEveryRoundOrWhenTheRecordsLagAPeriod) {

@@ -17,7 +17,7 @@ bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_
 bool ordinary_flush(uint64_t now_ns, bool buffers_came, bool calls_waiting, uint64_t records_ns, uint64_t last_round_ns,
                     uint64_t last_flush_ns) {
   if (last_flush_ns != 0 && now_ns < last_flush_ns + kOrdinaryFlushGapNs) return false;
-  if (records_ns != 0 && now_ns >= records_ns + kRecordsLagNs) return true;
+  if (records_ns != 0 && last_round_ns >= records_ns + kRecordsLagNs) return true;
   if (buffers_came) return false;
   return calls_waiting || records_ns == 0 || records_ns < last_round_ns;
 }

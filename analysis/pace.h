@@ -62,9 +62,10 @@ bool force_flush(uint64_t now_ns, uint64_t records_ns, uint64_t period_ns, size_
 // without the flush). CUPTI hands over the buffers it fills on its own, from its worker thread: a flood's come every
 // few milliseconds and need no flush. So at most one ordinary flush every kOrdinaryFlushGapNs (`last_flush_ns`, 0:
 // none yet), and only
-// - when a call has waited for its work's record kRecordsLagNs or more (`records_ns`, the last round's records
-//   horizon; 0 before the first round), whatever else came: CUPTI fills a buffer per thread, and one thread's full
-//   buffers say nothing of another's part-filled one;
+// - when a call had waited for its work's record kRecordsLagNs or more at the last round (`records_ns`, that round's
+//   records horizon, 0 before the first round; `last_round_ns`, that round's time: the horizon is the round's time
+//   when nothing waited), whatever else came: CUPTI fills a buffer per thread, and one thread's full buffers say
+//   nothing of another's part-filled one;
 // - or when CUPTI handed over nothing since the last round (`buffers_came` false) while the threads hold calls for
 //   this round (`calls_waiting`) or a call still waited for its record at the last round (`records_ns` before
 //   `last_round_ns`, that round's time): a program that fills buffers slowly, whose records (of the calls, and of

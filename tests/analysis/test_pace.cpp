@@ -22,20 +22,23 @@ TEST(CollectorPace, ARoundByCountOrAfterTheInterval) {
 // kOrdinaryFlushGapNs.
 TEST(CollectorPace, AnOrdinaryFlushOnlyWhereCuptisOwnDeliveriesLeaveRecordsWaiting) {
   const uint64_t gap = kOrdinaryFlushGapNs;
-  const uint64_t t = 10 * kRecordsLagNs;  // now
-  const uint64_t round = t - 5'000'000;   // the last round, 5 ms ago
+  const uint64_t t = 100 * kRecordsLagNs;  // now
+  const uint64_t round = t - 5'000'000;    // the last round, 5 ms ago
   // No buffer came: flush if the threads hold calls, or a record was awaited at the last round.
   EXPECT_TRUE(ordinary_flush(t, false, true, round, round, 0));
   EXPECT_TRUE(ordinary_flush(t, false, false, round - 1, round, 0));
   EXPECT_FALSE(ordinary_flush(t, false, false, round, round, 0));  // nothing to judge: none
   EXPECT_TRUE(ordinary_flush(t, false, false, 0, 0, 0));           // the first round: nothing known, flush
-  // Buffers came (a flood): none, unless a record has waited kRecordsLagNs.
+  // Buffers came (a flood): none, unless a record had waited kRecordsLagNs at the last round.
   EXPECT_FALSE(ordinary_flush(t, true, true, round - 1, round, 0));
-  EXPECT_FALSE(ordinary_flush(t, true, true, t - kRecordsLagNs + 1, round, 0));
-  EXPECT_TRUE(ordinary_flush(t, true, true, t - kRecordsLagNs, round, 0));
+  EXPECT_FALSE(ordinary_flush(t, true, true, round - kRecordsLagNs + 1, round, 0));
+  EXPECT_TRUE(ordinary_flush(t, true, true, round - kRecordsLagNs, round, 0));
+  // A program that made no call since a round a second ago, when nothing waited: none (the lag is not the time
+  // since that round).
+  EXPECT_FALSE(ordinary_flush(t, false, false, t - 1'000'000'000, t - 1'000'000'000, 0));
   // The last one less than the gap ago: not yet, whatever waits.
   EXPECT_FALSE(ordinary_flush(t, false, true, 0, 0, t - gap + 1));
-  EXPECT_FALSE(ordinary_flush(t, true, true, t - 2 * kRecordsLagNs, round, t - gap + 1));
+  EXPECT_FALSE(ordinary_flush(t, true, true, round - 2 * kRecordsLagNs, round, t - gap + 1));
   EXPECT_TRUE(ordinary_flush(t, false, true, round, round, t - gap));
 }
 

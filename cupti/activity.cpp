@@ -332,7 +332,7 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
   return true;
 }
 
-void flush_activity(bool forced) {
+uint64_t flush_activity(bool forced) {
   const CUptiResult r = cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   if (r != CUPTI_SUCCESS) {
     State& s = state();
@@ -342,14 +342,15 @@ void flush_activity(bool forced) {
       s.flush_error = cuptiGetResultString(r, &msg) == CUPTI_SUCCESS && msg ? msg : "CUPTI error " + std::to_string(r);
     }
   }
-  wait_decoded();  // the flush has handed off every buffer it completed
+  return wait_decoded();  // the flush has handed off every buffer it completed
 }
 
-void wait_decoded() {
+uint64_t wait_decoded() {
   State& s = state();
   std::unique_lock lock(s.mu);
   const uint64_t target = s.completed;
   s.cv.wait(lock, [&] { return s.decoded >= target; });
+  return target;
 }
 
 uint64_t buffers_completed() {

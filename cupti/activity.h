@@ -21,10 +21,11 @@ bool enable_activity(size_t buffer_bytes, size_t device_buffers, size_t device_b
 // Flushes CUPTI's buffers and waits until the worker decoded everything handed off so far. Forced: every buffer,
 // with the records of all work finished by now (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); otherwise only the buffers CUPTI
 // filled (flag 0), which says nothing of the records still in its other buffers.
-void flush_activity(bool forced = true);
+// Returns how many buffers CUPTI had handed off by then (buffers_completed).
+uint64_t flush_activity(bool forced = true);
 // Waits until the worker decoded every buffer CUPTI handed off so far, without flushing: a round that flushes
-// nothing takes what CUPTI delivered on its own (analysis/pace.h, ordinary_flush).
-void wait_decoded();
+// nothing takes what CUPTI delivered on its own (analysis/pace.h, ordinary_flush). Returns how many that was.
+uint64_t wait_decoded();
 // The buffers CUPTI handed off so far (on its own or at a flush).
 uint64_t buffers_completed();
 

@@ -49,11 +49,8 @@ Horizons take_from_threads(Global& g) {
   const bool ordinary = !forced && ordinary_flush(now, buffers != g.buffers_seen, pending_calls(g) != 0, g.records_ns,
                                                   g.last_round_ns, g.last_ordinary_ns);
   const auto t0 = std::chrono::steady_clock::now();
-  if (forced || ordinary) {
-    cupti::flush_activity(forced);
-  } else {
-    cupti::wait_decoded();  // what CUPTI handed over on its own
-  }
+  // What CUPTI had handed over when the round took its records: a buffer that comes later is the next round's news.
+  g.buffers_seen = forced || ordinary ? cupti::flush_activity(forced) : cupti::wait_decoded();
   if (forced) {
     g.last_forced_ns = now;
     g.forced_flushes.fetch_add(1, std::memory_order_relaxed);
@@ -63,7 +60,6 @@ Horizons take_from_threads(Global& g) {
     g.ordinary_flushes.fetch_add(1, std::memory_order_relaxed);
   }
   g.last_round_ns = now;
-  g.buffers_seen = cupti::buffers_completed();
   OpVector ops = cupti::take_ops();
   const auto t1 = std::chrono::steady_clock::now();
   std::vector<ThreadLog*> threads;

@@ -753,6 +753,40 @@ TEST(AnalysisFeed, BehindTheWindowHoldsOnlyTheWorkOfItsOwnCalls) {
   EXPECT_LT(st.peak_window_calls, 2'000u);
 }
 
+// Work queued far behind its call (kernels slower than their launches: the queue grows to ~20 ms): in a backlog of
+// many chunks, a chunk's calls' work starts after the backlog's next call and waits there while those calls wait
+// in the window for it; the stream synchronizes that wait for the queue are judged by that work all the same.
+TEST(AnalysisFeed, WorkQueuedFarBehindItsCallWaitsInTheBacklogAndReportsTheSame) {
+  Builder b;
+  ApiCall& s = b.call(ApiKind::StreamCreate, 0, 10 * kUs);
+  s.handle = 0x7000;
+  s.flags = 1;  // non-blocking
+  uint64_t t = 100 * kUs, gpu = 0;
+  size_t held_back = 0;  // kernels that start more than a 512-call chunk (5 ms of launches) after their call
+  for (int i = 0; i < 4000; ++i, t += 10 * kUs) {
+    ApiCall& c = b.call(ApiKind::KernelLaunch, t, t + 3 * kUs, 0x7000);
+    c.function = 1;
+    c.name = 0;
+    const uint64_t start = std::max(t + 4 * kUs, gpu);
+    gpu = start + 30 * kUs;
+    held_back += start > t + 512 * 10 * kUs ? 1 : 0;
+    b.op(GpuOpKind::Kernel, c.correlation_id, start, gpu, 13);
+    if (i % 1000 == 999) {  // a synchronize that waits for the whole queue
+      ApiCall& y = b.call(ApiKind::StreamSynchronize, t + 5 * kUs, gpu + 2 * kUs, 0x7000);
+      y.stack = 1;
+      t = gpu + 2 * kUs;
+    }
+  }
+  b.sort_ops_by_start();
+  ASSERT_GT(held_back, 1000u);
+  const std::string expected = json_of(b.log);
+  ASSERT_NE(expected.find("cudaStreamSynchronize"), std::string::npos) << expected;
+  for (size_t chunk : {size_t{5}, size_t{512}}) {
+    const EventLog out = run_compactor(b.log, rounds_of(b.log, 3), 200 * kUs, chunk);
+    EXPECT_EQ(json_of(out), expected) << "chunks of " << chunk;
+  }
+}
+
 // flush_period (capture.cpp): CUPTI is flushed by force only every `forced_every` rounds; in between, an ordinary
 // flush hands over only the buffers CUPTI filled: here every other record of work that ended since (`hold_all`:
 // none), the rest coming with the next forced flush. Compacted up to the last forced flush only (the floor of the

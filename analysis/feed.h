@@ -30,8 +30,8 @@ struct FeedStats {
   // Where a round's time goes besides the chunks: flushing CUPTI and taking its records (flush_ns), taking the
   // threads' buffers (take_ns), and adding them to the backlog: sorting, merging, shedding (add_ns).
   uint64_t flush_ns = 0, take_ns = 0, add_ns = 0;
-  uint64_t longest_round_gap_ns =
-      0;  // between two rounds' batches, at most (a flood's: pace.h's kPoll when it keeps up)
+  // Between two rounds' batches, at most (a flood's: pace.h's kPoll when it keeps up).
+  uint64_t longest_round_gap_ns = 0;
   // The analysis' window after the last chunk (at the end: the calls and GPU work the report keeps), and the calls
   // judged so far.
   uint64_t kept_calls = 0, kept_ops = 0, compacted_calls = 0;

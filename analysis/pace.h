@@ -19,10 +19,10 @@ using PaceClock = std::chrono::steady_clock;
 // backlog: ~150 bytes a call) and a chunk's temporaries (a few hundred bytes per call of the chunk and of what the
 // margin keeps), hence the memory added, and a chunk's duration (tens of ms), hence how long finish() waits.
 // Halving kChunkCalls from 32k took the peak RSS at 10M calls from 208 to 160-164 MiB on the H200; rounds of 4k
-// instead of 16k took 16 MiB more off one thread's 1M calls. Every 5 ms rather than 10: a flood's round, and what
-// its threads' buffers hold, is half as large, and with flushes only where records wait (below) rounds every 10 ms
-// held more at an 8-thread flood's peak and saved nothing per call (docs/performance.md). A program that makes fewer
-// calls than compact_round in kPoll has its rounds by count, taken up to kPoll sooner.
+// instead of 16k took 16 MiB more off one thread's 1M calls. Every 5 ms rather than 10: a flood's rounds, and what
+// its threads' buffers hold, are smaller, and with flushes only where records wait (below) rounds every 10 ms held
+// more at an 8-thread flood's peak with no saving per call beyond the noise (docs/performance.md). A program that
+// makes fewer calls than compact_round in kPoll has its rounds by count, taken up to kPoll sooner.
 // A round flushes CUPTI only when ordinary_flush or force_flush says so (below); a forced flush costs the program's
 // threads: with one every round, as before flush_period, a launch-bound PyTorch loop (~35k calls a second) cost +38%
 // against the floor's +23% with rounds every 100 ms, +33% every second (5 interleaved rounds each, H200; noisy).

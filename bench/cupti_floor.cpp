@@ -119,7 +119,7 @@ bool start(std::string& error) {
   }
   cuptiActivityEnableAllSyncRecords(0);
   // CUPTI_FLOOR_KINDS (comma-separated: memcpy, memset, kernel, sync; "none"; default all) measures what each
-  // activity kind costs on its own (docs/performance.md, "What each part of CUPTI costs").
+  // activity kind costs on its own (docs/performance-log.md: "What each CUPTI activity kind costs").
   const char* kinds = std::getenv("CUPTI_FLOOR_KINDS");
   auto wanted = [&](const char* name) {
     if (kinds == nullptr) return true;

@@ -3,7 +3,7 @@
 // grown, merged and handed from the program's threads to the collecting thread to the analyzing one. From malloc, a
 // vector freed on another thread than the one that made it goes back to the maker's arena, and each arena kept its
 // holes: in an 8-thread flood a fifth of what we added to the program's memory was free memory in the arenas
-// (docs/performance.md). Here a large vector's memory is a mapping of a power-of-two size, and a freed one waits in
+// (docs/performance-log.md). Here a large vector's memory is a mapping of a power-of-two size, and a freed one waits in
 // one cache, shared by every thread, for the next vector of its size: the same pages serve the threads' buffers, the
 // rounds and the chunks in turn, and never more than the cache's limit of them wait (kCacheBytes by default). Small
 // vectors (a quiet program's) stay with malloc; the largest get a mapping each.
@@ -21,7 +21,7 @@ inline constexpr size_t kMappedFrom = 128 * 1024;
 // By default at most this much freed memory (pages written to, not sizes) waits to be used again (the event_cache_kb
 // option: set_cache_limit); past it, a freed mapping is unmapped. What it holds is still resident: it is part of the
 // memory a run adds, and bounds it. An 8-thread flood on the H200 kept 6 MiB less at its peak (median of 10 runs)
-// with 2 MiB than with 8, and kept up as well (docs/performance.md); 1 MiB saved no more.
+// with 2 MiB than with 8, and kept up as well (docs/performance-log.md); 1 MiB saved no more.
 inline constexpr size_t kCacheBytes = 2 * 1024 * 1024;
 // Larger vectors get a mapping of their own (their size, to the page), unmapped when freed: no cache of the option's
 // range (event_cache_kb up to 64 MiB) would hold many. In a flood that is the backlog once it holds more than ~60k

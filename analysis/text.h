@@ -1,7 +1,8 @@
 // Text formatted fast, for the paths that write millions of fields: a recording's events (analysis/recording.cpp: a
 // live run writes every chunk of them on the recording's thread, a million calls a second in a flood) and the Chrome
 // trace's JSON (report/trace_draw.h: millions of events of a dozen fields each). On both, std::ostream's cost per
-// field (a sentry, the locale's facets, a virtual call) was most of the time the writing took (docs/performance.md).
+// field (a sentry, the locale's facets, a virtual call) was most of the time the writing took
+// (docs/performance-log.md).
 #pragma once
 
 #include <charconv>

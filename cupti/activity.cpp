@@ -49,8 +49,8 @@ struct State {
 // there must not hold a lock the report waits for.
 // Four, or as many as fill kSpareGoal with smaller buffers, kSpares at most (64 and 128 KiB buffers keep 1 and 2 MiB):
 // CUPTI asks for more small buffers at once, and with four spares of 256 KiB, 8 threads launching took ten times the
-// floor's page faults (docs/performance.md). At most kSpareBytes, and always one: a spare is resident memory for the
-// whole run, and with activity_buffer_kb at its largest (256 MiB) four would be a gigabyte.
+// floor's page faults (docs/performance-log.md). At most kSpareBytes, and always one: a spare is resident memory for
+// the whole run, and with activity_buffer_kb at its largest (256 MiB) four would be a gigabyte.
 constexpr size_t kSpares = 16;
 constexpr size_t kSpareGoal = 4 << 20;
 constexpr size_t kSpareBytes = 16 << 20;
@@ -103,11 +103,11 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   // unmaps the others. CUPTI writes over the whole of a buffer it is given, on the application thread that asked
   // for it: with a fresh mapping for every buffer that was a page fault per page (~2,000 for the 8 MiB buffers of
   // then), one buffer each round's forced flush: 155 faults per 1000 calls in bench/api_calls against the CUPTI
-  // floor's 7.6, whose freed buffers malloc hands back (H200, docs/performance.md). A pool without a bound grows
+  // floor's 7.6, whose freed buffers malloc hands back (H200, docs/performance-log.md). A pool without a bound grows
   // towards its count x buffer_bytes of resident memory over a long run; a spare is only kept when CUPTI had that
   // many buffers out at once. Small by default (activity_buffer_kb): with several threads launching, CUPTI fills
   // a dozen or more at once, each resident, and a smaller buffer hands its records over sooner, so fewer calls wait
-  // for them in the analysis' window (docs/performance.md measures 4 MiB, 1 MiB, 256 KiB and 64 KiB).
+  // for them in the analysis' window (docs/performance-log.md measures 4 MiB, 1 MiB, 256 KiB and 64 KiB).
   uint8_t* b = take_spare();
   if (b == nullptr) {
     void* p = mmap(nullptr, s.buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -8,7 +8,7 @@
 // is what a finding needs). PyTorch enqueues its default stream's work on the legacy stream and its other streams
 // are non-blocking (one blocking stream is created in a training process, and never given work): a stack walk per
 // launch (through libcuda and libtorch, then the Python frames, ~10 us) was most of what asynccheck added to a
-// launch-bound training loop beyond the CUPTI floor (docs/performance.md).
+// launch-bound training loop beyond the CUPTI floor (docs/performance-log.md).
 //
 // What this gives up: a legacy-stream command whose stack was skipped can still be a finding, without a call site
 // (the report shows its API and rule, no stack): one enqueued before any other blocking stream had work whose GPU

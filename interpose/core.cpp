@@ -314,7 +314,7 @@ Wrote emit_report(EndKind kind, int sig) {
     say("WARNING: " + report::counted(untimed, "GPU operation") +
         " came from CUPTI without timestamps: evidence that involves " + (untimed == 1 ? "it" : "them") +
         " is incomplete (device_buffers=" + std::to_string(g_options->device_buffers) +
-        ", device_buffer_kb=" + std::to_string(g_options->device_buffer_kb) + "; docs/performance.md)");
+        ", device_buffer_kb=" + std::to_string(g_options->device_buffer_kb) + "; docs/robustness.md)");
   }
   if (const cupti::FailedCallbacks f = g_capturing ? cupti::failed_callbacks() : cupti::FailedCallbacks{}; f.any()) {
     // An exception of ours (an allocation out of memory, for one) caught where CUPTI called us: cupti/subscriber.cpp.

@@ -5,7 +5,7 @@
 //
 // The events are formatted and written on a thread of the stream's own: the analysis' thread only queues them. In an
 // 8-thread flood (~1M calls a second) formatting and writing them on the analyzing thread cost it ~0.5 us a call,
-// it fell behind, and 1M-2M of 4M calls were shed (docs/performance.md).
+// it fell behind, and 1M-2M of 4M calls were shed (docs/performance-log.md).
 #pragma once
 
 #include <chrono>

@@ -10,7 +10,7 @@
 // Environment: CUPTI_FLOOR_BUFFER_KB (default: asynccheck's), CUPTI_FLOOR_DEVICE_BUFFER_KB (default 0: CUPTI's size),
 // CUPTI_FLOOR_VERBOSE=1 (one line at start and at exit), CUPTI_FLOOR_FLUSH_MS=N with
 // CUPTI_FLOOR_FLUSH=forced|default: a thread that flushes every N ms (what CUPTI does when a tool collects its
-// records during the run, as asynccheck's compaction does; docs/performance.md), or CUPTI_FLOOR_FLUSH=period: CUPTI's
+// records during the run, as asynccheck's compaction does; docs/robustness.md), or CUPTI_FLOOR_FLUSH=period: CUPTI's
 // own worker thread flushes every N ms (cuptiActivityFlushPeriod).
 // Errors are printed as one "cupti_floor: ERROR ..." line on stderr; the program then runs unwatched.
 #include <cupti.h>

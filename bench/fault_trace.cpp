@@ -26,13 +26,13 @@ struct sigaction g_previous[NSIG];  // the action each signal had before ours
 void put(const char* s) { (void)!write(2, s, strlen(s)); }
 
 void put_hex(uintptr_t v) {
-  char buf[19] = "0x";
-  char* p = buf + 18;
+  char buf[2 * sizeof v + 1];  // the digits and their terminator
+  char* p = buf + sizeof buf - 1;
   *p = 0;
   do {
     *--p = "0123456789abcdef"[v & 15];
     v >>= 4;
-  } while (v != 0 && p > buf + 2);
+  } while (v != 0);
   put("0x");
   put(p);
 }

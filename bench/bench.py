@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Overhead benchmarks of asynccheck (docs/performance.md). Python standard library only.
 
-    bench.py run    --build BUILD_DIR --out DIR [--quick]   measure: DIR/raw.csv (one row per process), meta.json
+    bench.py run    --build BUILD_DIR --out DIR [--quick] [--baseline LIB[@OPTIONS]]
+                                                            measure: DIR/raw.csv (one row per process), meta.json
     bench.py report --out DIR                               DIR/raw.csv -> the table (stdout, table.txt, table.md),
                                                             summary.csv and overhead.svg
     bench.py all    --build BUILD_DIR --out DIR [--quick]   both (what scripts/bench.sh runs)
@@ -10,6 +11,10 @@
 Every figure compares processes of the same run: the configurations (bare, the CUPTI floor, asynccheck; for the
 PyTorch loop also torch.profiler) are interleaved round by round in rotating order, and each figure is a median
 with its spread (min..max). Differences ("added") are medians of per-round paired differences.
+
+--baseline runs another build of the library (an earlier commit, say) in the same rounds of the per-call
+benchmarks, so that "no worse than before" is a paired difference of one run, not two runs' figures compared: the
+report adds what the build measured costs against it, per call and in peak memory.
 """
 import argparse
 import csv
@@ -90,6 +95,7 @@ class Runner:
         self.startup = os.path.join(build, "bench", "startup")
         self.floor_lib = os.path.join(build, "bench", "libcupti_floor.so")
         self.asynccheck_lib = os.path.join(build, "lib", "libasynccheck.so")
+        self.baseline_lib, self.baseline_options = None, ""  # --baseline
         self.train = os.path.join(HERE, "train.py")
         self.python = os.environ.get("BENCH_PYTHON") or sys.executable or "python3"
         base = dict(os.environ)
@@ -108,6 +114,11 @@ class Runner:
         elif config == "asynccheck":
             env["LD_PRELOAD"] = self.asynccheck_lib
             env["ASYNCCHECK_OPTIONS"] = "summary=0"
+        elif config == "baseline":
+            # Its own options only: an earlier build may not know summary=0 (it would stop on an unknown option).
+            env["LD_PRELOAD"] = self.baseline_lib
+            if self.baseline_options:
+                env["ASYNCCHECK_OPTIONS"] = self.baseline_options
         if extra:
             env.update(extra)
         return env
@@ -232,11 +243,26 @@ class Runner:
             print(f"bench: asynccheck did not watch the benchmark: {meta['asynccheck_check']} {row['note']}",
                   file=sys.stderr)
             ok = False
+        if self.baseline_lib:
+            row, _ = self.measure("verify", "baseline", 0, 3, argv)
+            if not row["valid"]:
+                print(f"bench: the baseline fails the benchmark: {row['note']} (see {self.logs}/verify.baseline.0.err)",
+                      file=sys.stderr)
+                ok = False
         if meta.get("gpu") in (None, "", "unknown") and run.get("gpu"):
             meta["gpu"] = run.get("gpu")
         if meta.get("driver") in (None, "", "unknown") and run.get("driver"):
             meta["driver"] = str(run.get("driver"))
         return ok
+
+
+def baseline_commit(lib):
+    """The commit a baseline library was built from, when a file COMMIT beside it names it; else ''."""
+    try:
+        with open(os.path.join(os.path.dirname(lib), "COMMIT")) as f:
+            return f.read(64).strip()
+    except OSError:
+        return ""
 
 
 def gpu_info():
@@ -266,10 +292,23 @@ def cmd_run(args):
             print(f"bench: {path} is missing: build it with\n  cmake --build {args.build} --target asynccheck_bench",
                   file=sys.stderr)
             return 2
+    percall_configs = CONFIGS
+    if args.baseline:
+        lib, _, options = args.baseline.partition("@")
+        lib = os.path.abspath(lib)
+        if not os.path.isfile(lib):
+            print(f"bench: --baseline: no such library: {lib} (expected LIB[@OPTIONS], e.g. "
+                  "old/libasynccheck.so@overwrite=1:log_file=/dev/null)", file=sys.stderr)
+            return 2
+        r.baseline_lib, r.baseline_options = lib, options
+        percall_configs = CONFIGS + ("baseline",)
     gpu, driver = gpu_info()
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), mode=mode,
                 plan=plan, gpu=gpu, driver=driver, host=platform.node(), cpus=os.cpu_count(),
                 kernel=platform.release(), python=r.python, build=build)
+    if r.baseline_lib:
+        meta["baseline"] = dict(library=r.baseline_lib, options=r.baseline_options,
+                                commit=baseline_commit(r.baseline_lib))
     print(f"bench: {mode} run on {gpu} (driver {driver}); budget {plan['budget_s']} s; logs in {r.logs}",
           file=sys.stderr, flush=True)
     ok = r.verify(meta)
@@ -279,9 +318,9 @@ def cmd_run(args):
         return 1
     p = plan
     print(f"== API calls, 1 thread, {human_calls(p['calls1'])} calls", file=sys.stderr, flush=True)
-    r.interleave("percall1", CONFIGS, p["reps1"], [r.api_calls, str(p["calls1"]), "1", "256"])
+    r.interleave("percall1", percall_configs, p["reps1"], [r.api_calls, str(p["calls1"]), "1", "256"])
     print(f"== API calls, {p['threads8']} threads x {human_calls(p['calls8'])} calls", file=sys.stderr, flush=True)
-    r.interleave("percall8", CONFIGS, p["reps8"], [r.api_calls, str(p["calls8"]), str(p["threads8"]), "256"])
+    r.interleave("percall8", percall_configs, p["reps8"], [r.api_calls, str(p["calls8"]), str(p["threads8"]), "256"])
     print("== start-up, empty CUDA program", file=sys.stderr, flush=True)
     r.interleave("startup", CONFIGS, p["startup_reps"], [r.startup])
     print("== PyTorch training loop", file=sys.stderr, flush=True)
@@ -428,6 +467,12 @@ def judge(ok_list):
     return "yes" if all(ok_list) else "NO"
 
 
+def configs_of(rows, bench):
+    """CONFIGS, and the baseline where it ran in this benchmark (--baseline)."""
+    ran = any(r["bench"] == bench and r["config"] == "baseline" for r in rows)
+    return CONFIGS + ("baseline",) if ran else CONFIGS
+
+
 def build_figures(rows, meta):
     plan = meta.get("plan", PLANS["full"])
     figs = []
@@ -436,7 +481,8 @@ def build_figures(rows, meta):
     for bench, threads, limit_ns, limit_ratio in (("percall1", 1, 1000.0, 1.5),
                                                    ("percall8", plan.get("threads8", 8), 2000.0, 3.0)):
         calls = plan["calls1"] if bench == "percall1" else plan["calls8"]
-        f = numeric_figure(rows, bench, f"per call, {threads} thread{'s' if threads > 1 else ''} (ns)", "ns", bench, ns)
+        f = numeric_figure(rows, bench, f"per call, {threads} thread{'s' if threads > 1 else ''} (ns)", "ns", bench, ns,
+                           configs=configs_of(rows, bench))
         f.legend = (f"host time of one watched call, {threads} x {human_calls(calls)} calls, enqueue only (exit "
                     "excluded)")
         f.ratio = ratio(f.added.get("asynccheck"), f.added.get("floor"))
@@ -464,7 +510,7 @@ def build_figures(rows, meta):
     # 4, 5: peak RSS of the whole process (wait4: exit included), 1 thread.
     rss = lambda r: num(r.get("max_rss_kb")) / MIB if num(r.get("max_rss_kb")) is not None else None
     small = numeric_figure(rows, "rss_small", f"peak RSS, {human_calls(plan['calls1'])} calls (MiB)", "MiB",
-                           "percall1", rss, digits=1)
+                           "percall1", rss, digits=1, configs=configs_of(rows, "percall1"))
     small.legend = "peak resident memory of the whole process (exit included), the 1-thread runs"
     small.ratio = ratio(small.added.get("asynccheck"), small.added.get("floor"))
     small.target = "<= 64 MiB"
@@ -571,6 +617,33 @@ def render_markdown(figs):
     return "\n".join(out)
 
 
+def baseline_lines(rows, figs, meta):
+    """With --baseline: what the build measured costs against the baseline, per round and paired (the baseline ran
+    in the same rounds), for each figure that ran both."""
+    base = meta.get("baseline")
+    if not base:
+        return []
+    lines = [f"against the baseline {base.get('library', '?')}" + (f" ({base['commit']})" if base.get("commit") else "")
+             + (f", options {base['options']}" if base.get("options") else "") + ", in the same rounds:"]
+    value = {"percall1": lambda r: num(r.get("ns_per_call")), "percall8": lambda r: num(r.get("ns_per_call")),
+             "rss_small": lambda r: None if num(r.get("max_rss_kb")) is None else num(r.get("max_rss_kb")) / MIB}
+    bench_of = {"percall1": "percall1", "percall8": "percall8", "rss_small": "percall1"}
+    for f in figs:
+        if f.key not in value or f.added.get("baseline") is None:
+            continue
+        mine = per_round(rows, bench_of[f.key], "asynccheck", value[f.key])
+        theirs = per_round(rows, bench_of[f.key], "baseline", value[f.key])
+        d = paired(theirs, mine, lambda b, o: o - b)
+        lower = sum(1 for k in theirs if k in mine and mine[k] < theirs[k])
+        a, b = f.added.get("asynccheck"), f.added["baseline"]
+        r = ratio(a, b)
+        lines.append(f"  {f.name}: asynccheck - baseline {cell(d, f.digits, sign=True)} {f.unit} (n {d.n}, asynccheck "
+                     f"lower in {lower}); added against bare: asynccheck {cell(a, f.digits, sign=True, spread=False)}, "
+                     f"baseline {cell(b, f.digits, sign=True, spread=False)}"
+                     + ("" if r is None else f" ({r:.2f}x the baseline's)"))
+    return lines
+
+
 def header_lines(meta):
     plan = meta.get("plan", {})
     lines = [f"asynccheck overhead, {meta.get('date', '?')}: {meta.get('gpu', '?')}, driver {meta.get('driver', '?')}, "
@@ -625,9 +698,10 @@ def write_summary_csv(out, figs):
 
 
 def svg_plot(figs, meta):
-    """Bars: added ns per call, CUPTI floor vs asynccheck, 1 and 8 threads, with min..max whiskers and the
-    absolute target as a dashed line."""
+    """Bars: added ns per call, CUPTI floor vs asynccheck (and the baseline, where it ran), 1 and 8 threads, with
+    min..max whiskers and the absolute target as a dashed line."""
     groups = [f for f in figs if f.key in ("percall1", "percall8")]
+    bars = ("floor", "asynccheck") + (("baseline",) if any(g.added.get("baseline") for g in groups) else ())
     W, H, left, right, top, bottom = 640, 400, 70, 20, 60, 70
     pw, ph = W - left - right, H - top - bottom
     vals = [0.0]
@@ -635,7 +709,7 @@ def svg_plot(figs, meta):
     rel_limit = {"percall1": 1.5, "percall8": 3.0}
     rel = {}  # the relative target: a multiple of the floor's added cost
     for g in groups:
-        for c in ("floor", "asynccheck"):
+        for c in bars:
             s = g.added.get(c)
             if s is not None and s.med is not None:
                 vals += [s.med, s.lo, s.hi]
@@ -649,7 +723,7 @@ def svg_plot(figs, meta):
     lo = step * int(lo // step) if lo < 0 else 0.0
     hi = step * (int(hi // step) + 1)
     y = lambda v: top + ph - (v - lo) / (hi - lo) * ph
-    colors = {"floor": "#9e9e9e", "asynccheck": "#1f77b4"}
+    colors = {"floor": "#9e9e9e", "asynccheck": "#1f77b4", "baseline": "#2ca02c"}
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
            'font-family="sans-serif" font-size="12">',
            f'<rect width="{W}" height="{H}" fill="white"/>',
@@ -668,9 +742,9 @@ def svg_plot(figs, meta):
     bw = gw / 4
     for i, g in enumerate(groups):
         gx = left + i * gw
-        for j, c in enumerate(("floor", "asynccheck")):
+        for j, c in enumerate(bars):
             s = g.added.get(c)
-            x = gx + gw / 2 - bw + j * bw
+            x = gx + gw / 2 - len(bars) * bw / 2 + j * bw
             if s is None or s.med is None:
                 out.append(f'<text x="{x + bw / 2:.1f}" y="{y(0) - 4:.1f}" text-anchor="middle">n/a</text>')
                 continue
@@ -690,7 +764,7 @@ def svg_plot(figs, meta):
         out.append(f'<text x="{gx + gw * 0.15:.1f}" y="{y(t) - 4:.1f}" fill="#d62728">target {t / 1000:g} us</text>')
         if g.key in rel:
             t = rel[g.key]
-            x = gx + gw / 2  # over the asynccheck bar
+            x = gx + gw / 2 - len(bars) * bw / 2 + bw  # over the asynccheck bar
             out.append(f'<line x1="{x:.1f}" x2="{x + bw:.1f}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#ff7f0e" '
                        'stroke-width="2" stroke-dasharray="3 3"/>')
             out.append(f'<text x="{x + bw + 3:.1f}" y="{y(t) + 4:.1f}" fill="#ff7f0e">'
@@ -698,10 +772,11 @@ def svg_plot(figs, meta):
         label = "1 thread" if g.key == "percall1" else f"{meta.get('plan', {}).get('threads8', 8)} threads"
         out.append(f'<text x="{gx + gw / 2:.1f}" y="{top + ph + 20}" text-anchor="middle">{label}</text>')
     lx = left + 10
-    for j, c in enumerate(("floor", "asynccheck")):
-        name = "CUPTI floor (empty handlers)" if c == "floor" else "asynccheck"
-        out.append(f'<rect x="{lx + j * 230}" y="{H - 28}" width="14" height="14" fill="{colors[c]}"/>')
-        out.append(f'<text x="{lx + j * 230 + 20}" y="{H - 16}">{name}</text>')
+    names = {"floor": "CUPTI floor (empty handlers)", "asynccheck": "asynccheck",
+             "baseline": "baseline " + str(meta.get("baseline", {}).get("commit") or "")}
+    for j, c in enumerate(bars):
+        out.append(f'<rect x="{lx + j * 200}" y="{H - 28}" width="14" height="14" fill="{colors[c]}"/>')
+        out.append(f'<text x="{lx + j * 200 + 20}" y="{H - 16}">{escape(names[c].strip())}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -720,6 +795,9 @@ def cmd_report(args):
     figs = build_figures(rows, meta)
     text = ("\n".join(header_lines(meta)) + "\n\n" + render_text(figs, meta) + "\n\n" +
             "\n".join(legend_lines(figs)) + "\n")
+    against = baseline_lines(rows, figs, meta)
+    if against:
+        text += "\n" + "\n".join(against) + "\n"
     notes = notes_lines(rows, figs)
     if notes:
         text += "\n" + "\n".join(notes) + "\n"
@@ -729,6 +807,8 @@ def cmd_report(args):
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write("\n\n".join(header_lines(meta)) + "\n\n" + render_markdown(figs) + "\n\n")
         f.write("\n".join("-" + l[1:] for l in legend_lines(figs)) + "\n")
+        if against:
+            f.write("\n" + against[0] + "\n\n" + "\n".join("-" + l[1:] for l in against[1:]) + "\n")
         if notes:
             f.write("\n" + "\n".join("- " + n for n in notes) + "\n")
     write_summary_csv(out, figs)
@@ -739,7 +819,8 @@ def cmd_report(args):
 
 
 def cmd_fake(args):
-    """Synthetic numbers with the shape of a real run (for testing `report` without a GPU)."""
+    """Synthetic numbers with the shape of a real run (for testing `report` without a GPU); --baseline adds a
+    baseline that costs 60 ns a call more than asynccheck."""
     import random
     rnd = random.Random(1)
     out = os.path.abspath(args.out)
@@ -747,19 +828,21 @@ def cmd_fake(args):
     plan = PLANS["full"]
     rows = []
     base = {"percall1": 1800.0, "percall8": 2600.0}
-    added = {"bare": 0.0, "floor": 350.0, "asynccheck": 520.0}
+    added = {"bare": 0.0, "floor": 350.0, "asynccheck": 520.0, "baseline": 580.0}
+    percall_configs = CONFIGS + (("baseline",) if args.baseline else ())
     for bench in ("percall1", "percall8"):
         threads = 1 if bench == "percall1" else 8
         calls = plan["calls1"] if bench == "percall1" else plan["calls8"] * 8
         for r in range(7):
-            for o, c in enumerate(CONFIGS):
+            for o, c in enumerate(percall_configs):
                 nsc = base[bench] + added[c] * (1.5 if threads > 1 else 1) + rnd.gauss(0, 40)
                 prog = nsc * calls * 1.3
-                exit_s = {"bare": 0.25, "floor": 0.3, "asynccheck": 1.9}[c]
+                exit_s = {"bare": 0.25, "floor": 0.3, "asynccheck": 1.9, "baseline": 2.5}[c]
                 rows.append(dict(bench=bench, config=c, round=r, order=o, rc=0, timed_out=0, valid=1,
                                  wall_ns=int(prog + exit_s * 1e9), threads=threads, calls=calls,
                                  ns_per_call=f"{nsc:.1f}", prog_wall_ns=int(prog),
-                                 max_rss_kb=int((310 + {"bare": 0, "floor": 40, "asynccheck": 420}[c]) * 1024)))
+                                 max_rss_kb=int((310 + {"bare": 0, "floor": 40, "asynccheck": 420, "baseline": 450}[c])
+                                                * 1024)))
     for o, c in enumerate(CONFIGS):
         rows.append(dict(bench="large", config=c, round=0, order=o, rc=0 if c != "asynccheck" else -9,
                          timed_out=int(c == "asynccheck"), valid=int(c != "asynccheck"), wall_ns=int(30e9),
@@ -780,6 +863,9 @@ def cmd_fake(args):
     meta = dict(date="2000-01-01 00:00 UTC (FAKE DATA)", mode="full", plan=plan, gpu="FAKE GPU", driver="0.0",
                 cpus=16, kernel="fake", torch="2.11.0+fake", elapsed_s=0,
                 asynccheck_check={"monitoring": "on", "calls_watched": 4017})
+    if args.baseline:
+        meta["baseline"] = dict(library=args.baseline.partition("@")[0], options=args.baseline.partition("@")[2],
+                                commit="0000000")
     write_raw(out, rows, meta)
     print(f"fake raw numbers in {out}", file=sys.stderr)
     return 0
@@ -794,6 +880,10 @@ def main():
                     help="fewer calls, rounds and steps (about 3 minutes instead of 7-8)")
     ap.add_argument("--budget", type=float, help="seconds the measuring may take (default: 480 full, 200 quick)")
     ap.add_argument("--force", action="store_true", help="measure even when a tool failed its check")
+    ap.add_argument("--baseline", metavar="LIB[@OPTIONS]",
+                    help="another build of the library (e.g. an earlier commit's libasynccheck.so), run in the same "
+                         "rounds of the per-call benchmarks with ASYNCCHECK_OPTIONS=OPTIONS (default: none; an older "
+                         "build may not know summary=0); the report adds the paired difference against it")
     args = ap.parse_args()
     if args.command in ("run", "all") and not args.build:
         ap.error("--build is required")

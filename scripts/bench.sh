@@ -2,7 +2,7 @@
 # Overhead benchmarks of asynccheck on a GPU machine (docs/performance.md): bare runs vs the CUPTI floor vs
 # asynccheck, interleaved, medians and spreads; prints one table and writes the raw numbers, the table and an SVG
 # plot into $BENCH_OUT (default: a new temporary folder).
-# usage: scripts/bench.sh BUILD_DIR [--quick] [--budget SECONDS] [--force]
+# usage: scripts/bench.sh BUILD_DIR [--quick] [--budget SECONDS] [--force] [--baseline LIB[@OPTIONS]]
 #   BUILD_DIR: a build with the benchmarks (cmake --build BUILD_DIR --target asynccheck_bench): BUILD_DIR/bench/
 #   and BUILD_DIR/lib/libasynccheck.so. --quick: fewer calls, rounds and steps (about 3 minutes instead of 7-8).
 # Needs python3 (standard library only; the PyTorch loop is skipped when that python3 has no torch).

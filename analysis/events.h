@@ -180,6 +180,11 @@ struct RunInfo {
   // How the program ended: "exit" (returned from main or called exit), "signal SIGTERM" (any fatal signal),
   // "_exit", "_Exit" or "quick_exit". Anything but "exit" leaves the report incomplete (docs/robustness.md).
   std::string end = "exit";
+  // With a fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL raised by an instruction), where: "at MODULE+0xOFFSET, address
+  // 0xADDRESS" (the instruction's module and its offset in that file; the address the fault was about), or "at
+  // 0xPC, ..." outside any module. "" otherwise. Whether the program's own code, a library's or CUPTI's faulted
+  // (docs/robustness.md).
+  std::string fault;
 };
 
 // An NVTX push/pop range as the program named it: the message it pushed, in the domain it pushed it in, and the

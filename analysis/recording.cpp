@@ -275,6 +275,7 @@ void write_run(std::ostream& o, const RunInfo& r, bool with_args = true) {
     << " launch_blocking=" << r.env.launch_blocking << " complete=" << r.complete;
   // Optional, so that the recording of an ordinary run stays readable by versions that predate the key.
   if (r.end != "exit") o << " end=" << percent_encode(r.end);
+  if (!r.fault.empty()) o << " fault=" << percent_encode(r.fault);
   if (r.rank >= 0) o << " rank=" << r.rank << " rank_from=" << percent_encode(r.rank_variable);
   if (r.unanalyzed_calls != 0) o << " unanalyzed=" << r.unanalyzed_calls;
   if (r.cost_threshold_ns != RunInfo{}.cost_threshold_ns) o << " cost_threshold_ns=" << r.cost_threshold_ns;
@@ -328,6 +329,8 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
       r.complete = f.flag(key);
     else if (key == "end")
       r.end = f.text(key);
+    else if (key == "fault")
+      r.fault = f.text(key);
     else if (key == "rank")
       r.rank = f.num<uint32_t>(key);  // never negative
     else if (key == "rank_from")

@@ -86,6 +86,28 @@ int g_timeout_ms = 10'000;
 std::atomic<int> g_end_kind{0};
 std::atomic<int> g_end_signal{0};
 std::atomic<pid_t> g_writer_tid{0};  // the thread writing the report (reporter or exiting thread), while it does
+// The first fault's instruction and the address it was about (RunInfo::fault), set by on_signal before it asks for
+// the report.
+std::atomic<bool> g_fault_seen{false};
+std::atomic<uint64_t> g_fault_pc{0}, g_fault_address{0};
+
+bool is_fault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL; }
+
+// Keeps where a fault raised by an instruction happened (si_code > 0: not one sent by kill or raise). Async-signal-
+// safe. The first one wins: a second fault is the report's writer crashing, or another thread.
+void note_fault(int sig, const siginfo_t* info, const void* context) {
+  if (!is_fault(sig) || info == nullptr || info->si_code <= 0 || context == nullptr) return;
+  if (g_fault_seen.exchange(true)) return;
+  const auto* uc = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+  g_fault_pc.store(static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]));
+#elif defined(__aarch64__)
+  g_fault_pc.store(static_cast<uint64_t>(uc->uc_mcontext.pc));
+#else
+  (void)uc;
+#endif
+  g_fault_address.store(reinterpret_cast<uintptr_t>(info->si_addr));
+}
 
 // The signals whose default action ends the process, which we report on. SIGKILL and SIGSTOP cannot be caught.
 constexpr int kSignals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT, SIGABRT, SIGSEGV, SIGBUS,  SIGFPE,
@@ -270,6 +292,13 @@ Wrote emit_report(EndKind kind, int sig) {
   info.cost_threshold_ns = g_options->cost_threshold;
   info.capture_range = g_options->capture_range;
   info.end = end_text(kind, sig);
+  // Where the process faulted, among the modules the report names (those the capture listed, else read now: with
+  // monitoring off the capture listed none). Read as the capture reads them (dl_iterate_phdr): a fault inside the
+  // loader, holding its lock, leaves this report to signal_timeout, and the program ends as it would.
+  if (kind == EndKind::Signal && is_fault(sig) && g_fault_seen.load() && g_fault_pc.load() != 0) {
+    info.fault = report::fault_place(g_fault_pc.load(), g_fault_address.load(),
+                                     log.modules.empty() ? loaded_modules() : log.modules);
+  }
   // Only an exit runs to the end: any other end stops the program where it was. An exit while another thread was
   // inside a CUDA call is incomplete too (capture::finish).
   info.complete = kind == EndKind::Exit && log.run.complete;
@@ -429,8 +458,6 @@ Asked wait_for_reporter(EndKind kind, int sig) {
   }
 }
 
-bool is_fault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL; }
-
 // Ends the process by `sig` under its default action, as it would have ended without us (core dump included).
 void die_by_default(int sig, const siginfo_t* info) {
   struct sigaction dfl {};
@@ -467,6 +494,7 @@ void wait_until_written() {
 // Async-signal-safe: no allocation, no lock, no stdio.
 void on_signal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
+  note_fault(sig, info, context);
   if (ask_for_report(EndKind::Signal, sig) == Asked::Busy) {
     // A second fatal signal while the report is written. The writing thread crashed (a corrupted heap), or the
     // user insists (a second Ctrl-C, kill): waiting could deadlock or is not wanted, end now. Another thread

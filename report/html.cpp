@@ -58,9 +58,10 @@ void run_section(std::ostream& o, const ReportData& data) {
   item(o, "monitoring",
        r.monitoring == "on" ? std::string("on") : "<strong class=\"bad\">" + esc(r.monitoring) + "</strong>");
   item(o, "complete",
-       r.complete
-           ? std::string("yes")
-           : "<strong class=\"bad\">no: the run ended by " + esc(r.end) + " before everything was flushed</strong>");
+       r.complete ? std::string("yes")
+                  : "<strong class=\"bad\">no: the run ended by " + esc(r.end) +
+                        (r.fault.empty() ? "" : " (a fault " + esc(r.fault) + ")") +
+                        " before everything was flushed</strong>");
   item(o, "thresholds",
        "waits from " + format_duration(r.threshold_ns) + ", own cost from " + format_duration(r.cost_threshold_ns));
   item(o, "module loading",

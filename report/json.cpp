@@ -117,8 +117,9 @@ void processes_json(std::ostream& o, const std::vector<ProcessInfo>& processes) 
       << ", \"pid\": " << r.pid << ", ";
     rank_json(o, r.rank, r.rank_variable);
     o << ", \"gpu\": " << quote(r.gpu) << ", \"monitoring\": " << quote(r.monitoring)
-      << ", \"complete\": " << (r.complete ? "true" : "false") << ", \"end\": " << quote(r.end)
-      << ", \"dropped_records\": " << r.dropped_records << ", \"unanalyzed_calls\": " << r.unanalyzed_calls
+      << ", \"complete\": " << (r.complete ? "true" : "false") << ", \"end\": " << quote(r.end);
+    if (!r.fault.empty()) o << ", \"fault\": " << quote(r.fault);
+    o << ", \"dropped_records\": " << r.dropped_records << ", \"unanalyzed_calls\": " << r.unanalyzed_calls
       << ", \"threshold_ns\": " << r.threshold_ns << ", \"calls_watched\": " << p.calls_watched
       << ", \"gpu_operations\": " << p.gpu_operations << "}";
   }
@@ -153,9 +154,10 @@ void write_json(std::ostream& o, const ReportData& data) {
   rank_json(o, r.rank, r.rank_variable);
   o << ", \"gpu\": " << quote(r.gpu) << ", \"driver\": " << quote(r.driver)
     << ", \"monitoring\": " << quote(r.monitoring) << ", \"complete\": " << (r.complete ? "true" : "false")
-    << ", \"end\": " << quote(r.end) << ", \"dropped_records\": " << r.dropped_records
-    << ", \"unanalyzed_calls\": " << r.unanalyzed_calls << ", \"threshold_ns\": " << r.threshold_ns
-    << ", \"cost_threshold_ns\": " << r.cost_threshold_ns
+    << ", \"end\": " << quote(r.end);
+  if (!r.fault.empty()) o << ", \"fault\": " << quote(r.fault);  // only after a fault: RunInfo::fault
+  o << ", \"dropped_records\": " << r.dropped_records << ", \"unanalyzed_calls\": " << r.unanalyzed_calls
+    << ", \"threshold_ns\": " << r.threshold_ns << ", \"cost_threshold_ns\": " << r.cost_threshold_ns
     << ", \"module_loading\": " << quote(name_of(r.env.module_loading))
     << ", \"launch_blocking\": " << (r.env.launch_blocking ? "true" : "false")
     << ", \"calls_watched\": " << t.calls_watched << ", \"captured_calls\": " << t.captured_calls

@@ -165,6 +165,9 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
     sum(run.dropped_records, r.run.dropped_records);
     sum(run.unanalyzed_calls, r.run.unanalyzed_calls);
     if (r.run.end != "exit" && std::find(ends.begin(), ends.end(), r.run.end) == ends.end()) ends.push_back(r.run.end);
+    // Each process's fault is in the processes list; the merged run names the processes it was in.
+    if (!r.run.fault.empty())
+      run.fault += (run.fault.empty() ? "" : "; ") + ("process " + std::to_string(r.run.pid) + " " + r.run.fault);
     RunTotals& t = out.totals;
     sum(t.calls_watched, r.totals.calls_watched);
     sum(t.gpu_operations, r.totals.gpu_operations);

@@ -145,6 +145,7 @@ void read_run(Checker& c, const JsonValue& run, const std::string& path, RunInfo
   r.monitoring = c.monitoring(run, path);
   r.complete = c.flag(run, path, "complete");
   r.end = c.text(run, path, "end");
+  if (run.has("fault")) r.fault = c.text(run, path, "fault");  // only after a fault
   r.dropped_records = c.whole(run, path, "dropped_records");
   r.unanalyzed_calls = c.whole(run, path, "unanalyzed_calls", UINT64_MAX, /*optional=*/true);  // newer than the format
   r.threshold_ns = c.whole(run, path, "threshold_ns");
@@ -352,6 +353,7 @@ void read_processes(Checker& c, const JsonValue& arr, ReportFile& out) {
     info.run.monitoring = c.monitoring(p, at);
     info.run.complete = c.flag(p, at, "complete");
     info.run.end = c.text(p, at, "end");
+    if (p.has("fault")) info.run.fault = c.text(p, at, "fault");
     info.run.dropped_records = c.whole(p, at, "dropped_records");
     info.run.unanalyzed_calls = c.whole(p, at, "unanalyzed_calls", UINT64_MAX, /*optional=*/true);
     info.run.threshold_ns = c.whole(p, at, "threshold_ns");

@@ -10,6 +10,12 @@
 namespace asynccheck::report {
 namespace {
 
+// " by signal SIGSEGV (a fault at libfoo.so+0x1a2b, address 0x0)", "" for an ordinary exit (docs/robustness.md).
+std::string ended_by(const RunInfo& run) {
+  if (run.end == "exit") return "";
+  return " by " + run.end + (run.fault.empty() ? "" : " (a fault " + printable(run.fault) + ")");
+}
+
 std::string_view copy_kind_text(uint8_t k) {
   static constexpr std::string_view kNames[] = {"?",    "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
                                                 "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
@@ -221,7 +227,7 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
   }
   if (monitoring_off(run.monitoring)) {
     out << tag << "monitoring was " << printable(run.monitoring) << "; nothing was watched";
-    if (run.end != "exit") out << "; the program ended by " << run.end;  // docs/robustness.md
+    if (run.end != "exit") out << "; the program ended" << ended_by(run);  // docs/robustness.md
     out << "\n";
     return;
   }
@@ -232,7 +238,7 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
   }
   if (rows.empty() && data.suppressions.empty()) {  // nothing to say, unless the run was cut short
     if (!run.complete) {
-      out << tag << "no findings, but the run ended" << (run.end != "exit" ? " by " + run.end : "")
+      out << tag << "no findings, but the run ended" << ended_by(run)
           << " before everything was flushed (incomplete)\n";
     }
     range_without_findings(out, tag, data);
@@ -336,8 +342,7 @@ void write_summary(std::ostream& out, const ReportData& data, uint64_t print_lim
         << "program: compact_backlog; evidence may be incomplete)";
   }
   if (!run.complete) {
-    out << "; the run ended" << (run.end != "exit" ? " by " + run.end : "")
-        << " before everything was flushed (incomplete)";
+    out << "; the run ended" << ended_by(run) << " before everything was flushed (incomplete)";
   }
   out << "\n";
 }

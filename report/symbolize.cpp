@@ -27,14 +27,20 @@ extern char** environ;
 namespace asynccheck::report {
 namespace {
 
-const Module* module_of(const EventLog& log, uint64_t ip) {
-  for (const Module& m : log.modules) {
+const Module* module_of(const std::vector<Module>& modules, uint64_t ip) {
+  for (const Module& m : modules) {
     if (ip >= m.base && ip < m.end) return &m;
   }
   return nullptr;
 }
 
 std::string basename_of(const std::string& path) { return std::string(base_name(path)); }
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 bool starts_with(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
 
@@ -50,11 +56,7 @@ bool run_addr2line(const std::string& module, const std::vector<uint64_t>& addrs
   // first and is the site when it is the user's (tests/report/inline_site_prog.cpp). binutils' addr2line (2.40)
   // names an inlined function of internal linkage (static, anonymous namespace) after its caller; its line is right.
   std::vector<std::string> args = {"addr2line", "-a", "-C", "-f", "-i", "-e", module};
-  char buf[32];
-  for (uint64_t a : addrs) {
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(a));
-    args.emplace_back(buf);
-  }
+  for (uint64_t a : addrs) args.push_back(hex(a));
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -229,14 +231,17 @@ std::string CallSite::where() const {
   if (!known()) return "unknown";
   if (!frame.file.empty() && frame.line > 0) return basename_of(frame.file) + ":" + std::to_string(frame.line);
   if (frame.is_python()) return frame.file.empty() ? "unknown" : basename_of(frame.file);
-  char off[32];
-  std::snprintf(off, sizeof off, "0x%llx", static_cast<unsigned long long>(frame.offset));
-  return basename_of(frame.module) + "+" + off;
+  return basename_of(frame.module) + "+" + hex(frame.offset);
 }
 
 std::string_view base_name(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::string fault_place(uint64_t pc, uint64_t address, const std::vector<Module>& modules) {
+  const Module* m = module_of(modules, pc);
+  return "at " + (m ? basename_of(m->path) + "+" + hex(pc - m->bias) : hex(pc)) + ", address " + hex(address);
 }
 
 std::string short_function(const std::string& name, size_t max) {
@@ -288,7 +293,7 @@ size_t resolve_symbols(EventLog& log, std::chrono::milliseconds limit) {
   for (const Stack& s : log.stacks) {
     for (uint64_t ip : s.frames) {
       if (known.count(ip) || !seen.insert(ip).second) continue;
-      if (const Module* m = module_of(log, ip)) by_module[m].push_back(ip);
+      if (const Module* m = module_of(log.modules, ip)) by_module[m].push_back(ip);
     }
   }
   const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -389,7 +394,7 @@ std::vector<CallSite> call_sites(const EventLog& log, const std::vector<std::str
         unknown.function = "??";
         fs.push_back(unknown);
       }
-      const Module* m = module_of(log, ip);
+      const Module* m = module_of(log.modules, ip);
       for (Frame& f : fs) {
         if (m) {
           f.module = m->path;

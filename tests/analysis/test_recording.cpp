@@ -195,6 +195,17 @@ TEST(Recording, HowTheRunEndedRoundTripsAndIsOptional) {
   ASSERT_TRUE(read_recording(s, back, error)) << error;
   EXPECT_EQ(back.run.end, "signal SIGTERM");
   EXPECT_FALSE(back.run.complete);
+  EXPECT_EQ(s.str().find(" fault="), std::string::npos) << "only after a fault";
+  // A fault's place, percent-encoded like every text.
+  log.run.end = "signal SIGSEGV";
+  log.run.fault = "at libcupti.so.13+0x838b0, address 0x0";
+  std::stringstream faulted;
+  write_recording(faulted, log);
+  EXPECT_NE(faulted.str().find(" fault=at%20libcupti.so.13+0x838b0,%20address%200x0"), std::string::npos)
+      << faulted.str();
+  EventLog faulted_back;
+  ASSERT_TRUE(read_recording(faulted, faulted_back, error)) << error;
+  EXPECT_EQ(faulted_back.run.fault, log.run.fault);
   // A recording written before the key existed (no 'end='): an ordinary exit.
   std::stringstream old("asynccheck-recording 1\nrun program=%2Ftmp%2Fa pid=42 complete=1\nend\n");
   EventLog before;

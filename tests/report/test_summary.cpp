@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "report/merge.h"
 #include "report/plural.h"
 #include "report/report.h"
 
@@ -30,6 +31,51 @@ std::string summary(const ReportData& data, uint64_t print_limit) {
 std::string summary_line(const std::string& text) {
   const size_t at = text.find("SUMMARY: ");
   return at == std::string::npos ? "" : text.substr(at, text.find(';', at) - at);
+}
+
+// A run that ended by a fault says where (RunInfo::fault): in the summary, and in the JSON only then, read back and
+// merged per process.
+TEST(Summary, AFaultSaysWhereAndReadsBack) {
+  ReportData data;
+  data.run.program = "/usr/bin/app";
+  data.run.pid = 41;
+  data.run.complete = false;
+  data.run.end = "signal SIGSEGV";
+  std::ostringstream plain_json;
+  write_json(plain_json, data);
+  EXPECT_EQ(plain_json.str().find("\"fault\""), std::string::npos) << "no key without a fault";
+  data.run.fault = "at libcupti.so.13+0x838b0, address 0x0";
+  EXPECT_NE(
+      summary(data, 0).find("no findings, but the run ended by signal SIGSEGV (a fault at libcupti.so.13+0x838b0, "
+                            "address 0x0) before everything was flushed (incomplete)"),
+      std::string::npos)
+      << summary(data, 0);
+  std::ostringstream json;
+  write_json(json, data);
+  EXPECT_NE(json.str().find("\"end\": \"signal SIGSEGV\", \"fault\": \"at libcupti.so.13+0x838b0, address 0x0\""),
+            std::string::npos)
+      << json.str();
+  ReportFile back;
+  std::string error;
+  ASSERT_TRUE(parse_report(json.str(), "r.json", back, error)) << error;
+  EXPECT_EQ(back.run.fault, data.run.fault);
+  ReportFile other = back;
+  other.run.pid = 42;
+  other.run.fault.clear();
+  other.run.end = "exit";
+  other.run.complete = true;
+  other.path = "r2.json";
+  ReportData merged;
+  ASSERT_TRUE(merge_reports({back, other}, merged, error)) << error;
+  EXPECT_EQ(merged.run.fault, "process 41 at libcupti.so.13+0x838b0, address 0x0");
+  std::ostringstream merged_json;
+  write_json(merged_json, merged);
+  EXPECT_NE(merged_json.str().find("\"pid\": 41, \"rank\": null"), std::string::npos) << merged_json.str();
+  ReportFile merged_back;
+  ASSERT_TRUE(parse_report(merged_json.str(), "m.json", merged_back, error)) << error;
+  ASSERT_EQ(merged_back.processes.size(), 2u);
+  EXPECT_EQ(merged_back.processes[0].run.fault, data.run.fault);
+  EXPECT_EQ(merged_back.processes[1].run.fault, "");
 }
 
 TEST(Summary, CountedNamesOneAndMany) {

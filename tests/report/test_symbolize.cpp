@@ -33,6 +33,17 @@ TEST(ShortFunction, OperatorsAreNamesNotBrackets) {
             "bool ns::operator<(...) plus padding to be long");
 }
 
+// A fault's place: the module that holds the instruction, by its base name, and the instruction's offset in that
+// file (less the load bias, as a frame's); a bare address outside every module.
+TEST(FaultPlace, NamesTheModuleAndTheOffsetInItsFile) {
+  const std::vector<Module> modules = {{0x400000, 0x500000, 0, "/usr/bin/app"},
+                                       {0x7f0000000000, 0x7f0000200000, 0x7f0000000000, "/usr/lib/libcupti.so.13"}};
+  EXPECT_EQ(fault_place(0x7f00000838b0, 0, modules), "at libcupti.so.13+0x838b0, address 0x0");
+  EXPECT_EQ(fault_place(0x401234, 0x1234, modules), "at app+0x401234, address 0x1234");  // not PIE: no bias
+  EXPECT_EQ(fault_place(0x500000, 0x10, modules), "at 0x500000, address 0x10");          // one past app's end
+  EXPECT_EQ(fault_place(0xdead, 0xbeef, {}), "at 0xdead, address 0xbeef");
+}
+
 TEST(CallSite, WhereNamesFileLineOrModuleOffset) {
   CallSite s;
   EXPECT_EQ(s.where(), "unknown");

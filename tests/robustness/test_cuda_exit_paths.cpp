@@ -92,6 +92,10 @@ TEST_F(CudaExitPaths, CrashesAndUnderscoreExitAfterCudaCalls) {
     EXPECT_EQ(p.status, b.status) << describe(p.status) << " vs " << describe(b.status) << "\n" << p.err;
     const std::string m = mode;
     expect_report(p, m == "_exit" ? "_exit" : m == "segv" ? "signal SIGSEGV" : "signal SIGABRT", false);
+    // The fault's place, among the modules the capture listed: the program's own main, a null pointer.
+    const std::string own = reports().at(p.pid);
+    EXPECT_EQ(own.find("\"fault\": \"at cuda_exit_paths+0x") != std::string::npos, m == "segv") << own;
+    if (m == "segv") EXPECT_NE(own.find(", address 0x0\""), std::string::npos) << own;
   }
 }
 

@@ -115,6 +115,12 @@ TEST_F(ExitPaths, EveryEndReportsAndEndsAsItWould) {
     const std::string& own = json.at(p.pid);
     EXPECT_NE(own.find(std::string("\"complete\": ") + (c.complete ? "true" : "false")), std::string::npos) << own;
     EXPECT_NE(own.find(std::string("\"end\": \"") + c.end + "\""), std::string::npos) << own;
+    // A fault raised by an instruction says where: the program's own main (RunInfo::fault); a signal sent (abort,
+    // kill) has no place.
+    const std::string_view mode = c.mode;
+    const bool fault = mode == "segv" || mode == "bus" || mode == "fpe" || mode == "ill";
+    EXPECT_EQ(own.find("\"fault\": \"at exit_paths+0x") != std::string::npos, fault) << own;
+    if (mode == "segv") EXPECT_NE(own.find(", address 0x0\""), std::string::npos) << own;  // *nullptr
     EXPECT_NE(own.find("\"monitoring\": \"off: "), std::string::npos) << "this test expects no GPU: " << own;
     for (const auto& [pid, other] : json) {
       if (pid == p.pid) continue;
@@ -123,7 +129,7 @@ TEST_F(ExitPaths, EveryEndReportsAndEndsAsItWould) {
     }
     if (!c.complete) {  // the summary says how it ended
       EXPECT_NE(slurp(dir_ / "reports" / ("report." + std::to_string(p.pid) + ".txt"))
-                    .find(std::string("; the program ended by ") + c.end),
+                    .find(std::string("; the program ended by ") + c.end + (fault ? " (a fault at exit_paths+0x" : "")),
                 std::string::npos);
     }
   }

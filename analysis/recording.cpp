@@ -337,10 +337,9 @@ bool read_run(const std::vector<std::string_view>& tokens, RunInfo& r, std::stri
       r.rank_variable = f.text(key);
     else {
       error = "run: unknown key '" + key +
-              "' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, threshold_ns, cost_threshold_ns, "
-              "capture_range, "
-              "module_loading, "
-              "launch_blocking, complete, end, rank, rank_from)";
+              "' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, unanalyzed, threshold_ns, "
+              "cost_threshold_ns, capture_range, module_loading, launch_blocking, complete, end, fault, rank, "
+              "rank_from)";
       return false;
     }
     if (!f.ok()) {

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -32,6 +33,7 @@
 #include "cupti/subscriber.h"
 #include "interpose/capture.h"
 #include "interpose/lineage.h"
+#include "interpose/mapped_modules.h"
 #include "interpose/nvtx_ranges.h"
 #include "interpose/stacks.h"
 #include "options/options.h"
@@ -86,18 +88,20 @@ int g_timeout_ms = 10'000;
 std::atomic<int> g_end_kind{0};
 std::atomic<int> g_end_signal{0};
 std::atomic<pid_t> g_writer_tid{0};  // the thread writing the report (reporter or exiting thread), while it does
-// The first fault's instruction and the address it was about (RunInfo::fault), set by on_signal before it asks for
-// the report.
-std::atomic<bool> g_fault_seen{false};
+// Where the fault being reported happened (RunInfo::fault): its instruction, and the address it was about unless the
+// kernel gave none. Written by the thread whose signal the report is for, before it wakes the reporter; `known` last.
+std::atomic<bool> g_fault_known{false}, g_fault_address_known{false};
 std::atomic<uint64_t> g_fault_pc{0}, g_fault_address{0};
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
+              "a signal handler stores these");
 
 bool is_fault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL; }
 
-// Keeps where a fault raised by an instruction happened (si_code > 0: not one sent by kill or raise). Async-signal-
-// safe. The first one wins: a second fault is the report's writer crashing, or another thread.
+// Keeps where a fault raised by an instruction happened (si_code > 0: not one sent by kill, raise or sigqueue).
+// Async-signal-safe. SI_KERNEL (x86-64's general-protection faults: a non-canonical pointer) comes without the
+// address.
 void note_fault(int sig, const siginfo_t* info, const void* context) {
   if (!is_fault(sig) || info == nullptr || info->si_code <= 0 || context == nullptr) return;
-  if (g_fault_seen.exchange(true)) return;
   const auto* uc = static_cast<const ucontext_t*>(context);
 #if defined(__x86_64__)
   g_fault_pc.store(static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]));
@@ -105,8 +109,11 @@ void note_fault(int sig, const siginfo_t* info, const void* context) {
   g_fault_pc.store(static_cast<uint64_t>(uc->uc_mcontext.pc));
 #else
   (void)uc;
+  return;  // no instruction address known here
 #endif
   g_fault_address.store(reinterpret_cast<uintptr_t>(info->si_addr));
+  g_fault_address_known.store(info->si_code != SI_KERNEL);
+  g_fault_known.store(true, std::memory_order_release);
 }
 
 // The signals whose default action ends the process, which we report on. SIGKILL and SIGSTOP cannot be caught.
@@ -292,12 +299,12 @@ Wrote emit_report(EndKind kind, int sig) {
   info.cost_threshold_ns = g_options->cost_threshold;
   info.capture_range = g_options->capture_range;
   info.end = end_text(kind, sig);
-  // Where the process faulted, among the modules the report names (those the capture listed, else read now: with
-  // monitoring off the capture listed none). Read as the capture reads them (dl_iterate_phdr): a fault inside the
-  // loader, holding its lock, leaves this report to signal_timeout, and the program ends as it would.
-  if (kind == EndKind::Signal && is_fault(sig) && g_fault_seen.load() && g_fault_pc.load() != 0) {
-    info.fault = report::fault_place(g_fault_pc.load(), g_fault_address.load(),
-                                     log.modules.empty() ? loaded_modules() : log.modules);
+  // Where the process faulted, among the modules the report names: those the capture listed, else (monitoring off:
+  // it listed none) read from /proc/self/maps, not with dl_iterate_phdr, whose lock the faulting thread may hold.
+  if (kind == EndKind::Signal && g_fault_known.load(std::memory_order_acquire)) {
+    std::optional<uint64_t> address;
+    if (g_fault_address_known.load()) address = g_fault_address.load();
+    info.fault = report::fault_place(g_fault_pc.load(), address, log.modules.empty() ? mapped_modules() : log.modules);
   }
   // Only an exit runs to the end: any other end stops the program where it was. An exit while another thread was
   // inside a CUDA call is incomplete too (capture::finish).
@@ -417,24 +424,28 @@ enum class Asked {
   Busy,         // a report is being written right now (a second signal, maybe the reporter's own crash)
 };
 
-Asked wait_for_reporter(EndKind kind, int sig);
+Asked wait_for_reporter(EndKind kind, int sig, const siginfo_t* info, const void* context);
 
 // Asks the reporter thread for the report and waits for it. Async-signal-safe: atomics, getpid, fstat, send,
 // poll, recv, clock_gettime and write only.
-Asked ask_for_report(EndKind kind, int sig) {
-  const Asked asked = wait_for_reporter(kind, sig);
+// `info` and `context`: a signal's, whose fault (if it is one) the report says where (note_fault).
+Asked ask_for_report(EndKind kind, int sig, const siginfo_t* info = nullptr, const void* context = nullptr) {
+  const Asked asked = wait_for_reporter(kind, sig, info, context);
   if (asked == Asked::TimedOut) {
     say_safe("asynccheck: ERROR: the report was not written within signal_timeout; the program ends without it\n");
   }
   return asked;
 }
 
-Asked wait_for_reporter(EndKind kind, int sig) {
+Asked wait_for_reporter(EndKind kind, int sig, const siginfo_t* info, const void* context) {
   if (!g_reporter.load(std::memory_order_acquire) || !is_owner()) return Asked::NotOurs;
   int idle = kIdle;
   if (!g_state.compare_exchange_strong(idle, kWriting)) return idle == kWriting ? Asked::Busy : Asked::AlreadyDone;
   g_end_kind.store(static_cast<int>(kind));
   g_end_signal.store(sig);
+  // Only the signal this report is for, in the process that reports (a vfork child shares our memory): not a fault
+  // of another thread, nor one the report's own writer makes.
+  note_fault(sig, info, context);
   // The program may have closed every descriptor it did not open (daemons do) and reused the number: then it is
   // not our socket, and nothing is sent.
   struct stat now {};
@@ -494,8 +505,7 @@ void wait_until_written() {
 // Async-signal-safe: no allocation, no lock, no stdio.
 void on_signal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
-  note_fault(sig, info, context);
-  if (ask_for_report(EndKind::Signal, sig) == Asked::Busy) {
+  if (ask_for_report(EndKind::Signal, sig, info, context) == Asked::Busy) {
     // A second fatal signal while the report is written. The writing thread crashed (a corrupted heap), or the
     // user insists (a second Ctrl-C, kill): waiting could deadlock or is not wanted, end now. Another thread
     // crashing meanwhile waits for the report, bounded, and then ends as it would have.

@@ -165,9 +165,6 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
     sum(run.dropped_records, r.run.dropped_records);
     sum(run.unanalyzed_calls, r.run.unanalyzed_calls);
     if (r.run.end != "exit" && std::find(ends.begin(), ends.end(), r.run.end) == ends.end()) ends.push_back(r.run.end);
-    // Each process's fault is in the processes list; the merged run names the processes it was in.
-    if (!r.run.fault.empty())
-      run.fault += (run.fault.empty() ? "" : "; ") + ("process " + std::to_string(r.run.pid) + " " + r.run.fault);
     RunTotals& t = out.totals;
     sum(t.calls_watched, r.totals.calls_watched);
     sum(t.gpu_operations, r.totals.gpu_operations);
@@ -176,7 +173,13 @@ bool merge_reports(const std::vector<ReportFile>& reports, ReportData& out, std:
     sum(t.context_creation_ns, r.totals.context_creation_ns);
     sum(t.kind_disagreements, r.totals.kind_disagreements);
     for (const auto& [rule, count] : r.totals.not_observed) sum(t.not_observed[rule], count);
-    for (const ProcessInfo& p : processes_of(r)) out.processes.push_back(p);
+    for (const ProcessInfo& p : processes_of(r)) {
+      out.processes.push_back(p);
+      // Each process's fault is in the processes list; the merged run names the processes it was in (from a merged
+      // report's own list, not its run's summary of it).
+      if (!p.run.fault.empty())
+        run.fault += (run.fault.empty() ? "" : "; ") + ("in process " + std::to_string(p.run.pid) + " " + p.run.fault);
+    }
   }
   run.end.clear();
   for (const std::string& e : ends) run.end += (run.end.empty() ? "" : "; ") + e;

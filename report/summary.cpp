@@ -13,7 +13,7 @@ namespace {
 // " by signal SIGSEGV (a fault at libfoo.so+0x1a2b, address 0x0)", "" for an ordinary exit (docs/robustness.md).
 std::string ended_by(const RunInfo& run) {
   if (run.end == "exit") return "";
-  return " by " + run.end + (run.fault.empty() ? "" : " (a fault " + printable(run.fault) + ")");
+  return " by " + printable(run.end) + (run.fault.empty() ? "" : " (a fault " + printable(run.fault) + ")");
 }
 
 std::string_view copy_kind_text(uint8_t k) {

@@ -239,9 +239,10 @@ std::string_view base_name(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-std::string fault_place(uint64_t pc, uint64_t address, const std::vector<Module>& modules) {
+std::string fault_place(uint64_t pc, std::optional<uint64_t> address, const std::vector<Module>& modules) {
   const Module* m = module_of(modules, pc);
-  return "at " + (m ? basename_of(m->path) + "+" + hex(pc - m->bias) : hex(pc)) + ", address " + hex(address);
+  return "at " + (m ? basename_of(m->path) + "+" + hex(pc - m->bias) : hex(pc)) +
+         (address ? ", address " + hex(*address) : "");
 }
 
 std::string short_function(const std::string& name, size_t max) {

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,8 +77,8 @@ std::string_view base_name(std::string_view path);
 
 // Where a fault happened (RunInfo::fault): "at MODULE+0xOFFSET, address 0xADDRESS", MODULE the base name of the
 // module whose mapping holds `pc` and OFFSET `pc` less its load bias (a frame's offset: what addr2line takes), or
-// "at 0xPC, address 0xADDRESS" when no module holds it.
-std::string fault_place(uint64_t pc, uint64_t address, const std::vector<Module>& modules);
+// "at 0xPC, ..." when no module holds it; without ", address ..." when the kernel gave none.
+std::string fault_place(uint64_t pc, std::optional<uint64_t> address, const std::vector<Module>& modules);
 
 // A demangled name short enough to read in a summary line: template arguments and parameter lists of long names
 // become "<...>" and "(...)" ("at::native::gpu_kernel_impl<...>(...)"); names of at most `max` characters are kept.

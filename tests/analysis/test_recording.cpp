@@ -271,8 +271,8 @@ TEST(Recording, BadInputGetsPreciseErrors) {
       {"number", head + "mark module-loaded x 0\n", "line 2: field 'time': 'x' is not a decimal integer in range"},
       {"api order", head + "api 3 cudaFree\n", "line 2: api index 3 out of order (expected 0)"},
       {"run key", head + "run color=blue\n",
-       "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, "
-       "threshold_ns, cost_threshold_ns, capture_range, module_loading, launch_blocking, complete, end, rank, "
+       "line 2: run: unknown key 'color' (valid: program, pid, gpu, driver, runtime, monitoring, dropped, unanalyzed, "
+       "threshold_ns, cost_threshold_ns, capture_range, module_loading, launch_blocking, complete, end, fault, rank, "
        "rank_from)"},
       {"after end", head + "end\nmark module-loaded 1 0\n", "line 3: content after 'end'"},
       {"percent", head + "arg %4\n", "line 2: field 'text': bad percent-encoding in '%4'"},

@@ -67,7 +67,10 @@ TEST(Summary, AFaultSaysWhereAndReadsBack) {
   other.path = "r2.json";
   ReportData merged;
   ASSERT_TRUE(merge_reports({back, other}, merged, error)) << error;
-  EXPECT_EQ(merged.run.fault, "process 41 at libcupti.so.13+0x838b0, address 0x0");
+  EXPECT_EQ(merged.run.fault, "in process 41 at libcupti.so.13+0x838b0, address 0x0");
+  EXPECT_NE(summary(merged, 0).find("(a fault in process 41 at libcupti.so.13+0x838b0, address 0x0)"),
+            std::string::npos)
+      << summary(merged, 0);
   std::ostringstream merged_json;
   write_json(merged_json, merged);
   EXPECT_NE(merged_json.str().find("\"pid\": 41, \"rank\": null"), std::string::npos) << merged_json.str();
@@ -76,6 +79,10 @@ TEST(Summary, AFaultSaysWhereAndReadsBack) {
   ASSERT_EQ(merged_back.processes.size(), 2u);
   EXPECT_EQ(merged_back.processes[0].run.fault, data.run.fault);
   EXPECT_EQ(merged_back.processes[1].run.fault, "");
+  // Merged again: the processes it was in, from the merged report's own list.
+  ReportData twice;
+  ASSERT_TRUE(merge_reports({merged_back}, twice, error)) << error;
+  EXPECT_EQ(twice.run.fault, "in process 41 at libcupti.so.13+0x838b0, address 0x0");
 }
 
 TEST(Summary, CountedNamesOneAndMany) {

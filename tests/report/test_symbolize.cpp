@@ -42,6 +42,7 @@ TEST(FaultPlace, NamesTheModuleAndTheOffsetInItsFile) {
   EXPECT_EQ(fault_place(0x401234, 0x1234, modules), "at app+0x401234, address 0x1234");  // not PIE: no bias
   EXPECT_EQ(fault_place(0x500000, 0x10, modules), "at 0x500000, address 0x10");          // one past app's end
   EXPECT_EQ(fault_place(0xdead, 0xbeef, {}), "at 0xdead, address 0xbeef");
+  EXPECT_EQ(fault_place(0x401234, std::nullopt, modules), "at app+0x401234");  // the kernel gave no address
 }
 
 TEST(CallSite, WhereNamesFileLineOrModuleOffset) {

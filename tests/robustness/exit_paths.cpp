@@ -101,6 +101,8 @@ int main(int argc, char** argv) {
   if (mode == "ill") {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_trap();  // ud2: SIGILL
+#elif defined(__aarch64__)
+    asm volatile(".inst 0x00000000");  // udf #0: SIGILL raised by an instruction, as on x86
 #else
     raise(SIGILL);
 #endif

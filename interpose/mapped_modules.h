@@ -1,0 +1,17 @@
+// The process's modules read from /proc/self/maps, without the loader's lock: what a report written while another
+// thread is stopped by a fault can still read (that thread may hold the lock dl_iterate_phdr takes: a crash inside
+// the unwinder's or the loader's own callbacks).
+#pragma once
+
+#include <vector>
+
+#include "analysis/events.h"
+
+namespace asynccheck {
+
+// Every file-backed module mapped from its first byte (an ELF header at its lowest mapping): its range (the lowest
+// to the highest of its mappings) and its load bias (the ELF header's first loadable segment against where it was
+// mapped: 0 for a program linked at a fixed address), as dl_iterate_phdr gives them (stacks.h, loaded_modules).
+std::vector<Module> mapped_modules();
+
+}  // namespace asynccheck

@@ -5,7 +5,8 @@
                                                             measure: DIR/raw.csv (one row per process), meta.json
     bench.py report --out DIR                               DIR/raw.csv -> the table (stdout, table.txt, table.md),
                                                             summary.csv and overhead.svg
-    bench.py all    --build BUILD_DIR --out DIR [--quick]   both (what scripts/bench.sh runs)
+    bench.py all    --build BUILD_DIR --out DIR [--quick] [--baseline LIB[@OPTIONS]]
+                                                            both (what scripts/bench.sh runs)
     bench.py fake   --out DIR                               synthetic raw.csv/meta.json, to test `report` anywhere
 
 Every figure compares processes of the same run: the configurations (bare, the CUPTI floor, asynccheck; for the
@@ -228,32 +229,36 @@ class Runner:
             print("bench: the CUPTI floor did not subscribe or saw no activity: " + meta["floor_check"],
                   file=sys.stderr)
             ok = False
-        report = os.path.join(self.out, "verify_asynccheck.json")
-        row, _ = self.measure("verify", "asynccheck", 0, 2, argv,
-                              {"ASYNCCHECK_OPTIONS": f"summary=0:overwrite=1:json={report}"})
-        try:
-            with open(report) as f:
-                run = json.load(f).get("run", {})
-        except (OSError, ValueError) as e:
-            run = {"monitoring": f"no report ({e})"}
-        meta["asynccheck_check"] = {k: run.get(k) for k in ("monitoring", "calls_watched", "gpu_operations", "gpu",
-                                                            "driver", "dropped_records", "complete")}
-        watched = run.get("calls_watched") or 0
-        if run.get("monitoring") != "on" or int(watched) < 4000:
-            print(f"bench: asynccheck did not watch the benchmark: {meta['asynccheck_check']} {row['note']}",
-                  file=sys.stderr)
-            ok = False
-        if self.baseline_lib:
-            row, _ = self.measure("verify", "baseline", 0, 3, argv)
-            if not row["valid"]:
-                print(f"bench: the baseline fails the benchmark: {row['note']} (see {self.logs}/verify.baseline.0.err)",
-                      file=sys.stderr)
-                ok = False
+        run, ok_watched = self.verify_watched(meta, "asynccheck", 2, argv, "summary=0")
+        ok = ok and ok_watched
+        if self.baseline_lib:  # its own options, and a report of its own to say it watched
+            _, ok_watched = self.verify_watched(meta, "baseline", 3, argv, self.baseline_options)
+            ok = ok and ok_watched
         if meta.get("gpu") in (None, "", "unknown") and run.get("gpu"):
             meta["gpu"] = run.get("gpu")
         if meta.get("driver") in (None, "", "unknown") and run.get("driver"):
             meta["driver"] = str(run.get("driver"))
         return ok
+
+    def verify_watched(self, meta, config, order, argv, options):
+        """Runs the benchmark once under `config` (asynccheck or the baseline) with `options` and a JSON report;
+        returns the report's run and whether it watched the benchmark (monitoring on, its 4000 calls seen)."""
+        report = os.path.join(self.out, f"verify_{config}.json")
+        row, _ = self.measure("verify", config, 0, order, argv,
+                              {"ASYNCCHECK_OPTIONS": (options + ":" if options else "") + f"overwrite=1:json={report}"})
+        try:
+            with open(report) as f:
+                run = json.load(f).get("run", {})
+        except (OSError, ValueError) as e:
+            run = {"monitoring": f"no report ({e})"}
+        meta[f"{config}_check"] = {k: run.get(k) for k in ("monitoring", "calls_watched", "gpu_operations", "gpu",
+                                                           "driver", "dropped_records", "complete")}
+        watched = run.get("calls_watched") or 0
+        if not row["valid"] or run.get("monitoring") != "on" or int(watched) < 4000:
+            print(f"bench: {config} did not watch the benchmark: {meta[f'{config}_check']} {row['note']} (see "
+                  f"{self.logs}/verify.{config}.0.err)", file=sys.stderr)
+            return run, False
+        return run, True
 
 
 def baseline_commit(lib):
@@ -457,7 +462,8 @@ def numeric_figure(rows, key, name, unit, bench, value, digits=0, diff=lambda b,
         f.stats[c] = Stat(list(rounds[c].values()))
     for c in configs[1:]:
         f.added[c] = paired(rounds["bare"], rounds[c], diff)
-    f.n = min((s.n for s in f.stats.values()), default=0)
+    # The table's rounds: of the configurations it shows (a baseline's invalid runs do not lower them).
+    f.n = min((s.n for c, s in f.stats.items() if c != "baseline"), default=0)
     return f
 
 
@@ -687,7 +693,7 @@ def write_summary_csv(out, figs):
         w.writerow(["figure", "key", "unit", "n", "config", "median", "min", "max", "added_unit", "added_median",
                     "added_min", "added_max", "ratio_to_floor", "target", "met"])
         for fig in figs:
-            for c in ("bare", "floor", "asynccheck"):
+            for c in ("bare", "floor", "asynccheck") + (("baseline",) if fig.stats.get("baseline") else ()):
                 s = fig.stats.get(c)
                 a = fig.added.get(c)
                 w.writerow([fig.name, fig.key, fig.unit, fig.n,
@@ -767,13 +773,15 @@ def svg_plot(figs, meta):
             x = gx + gw / 2 - len(bars) * bw / 2 + bw  # over the asynccheck bar
             out.append(f'<line x1="{x:.1f}" x2="{x + bw:.1f}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#ff7f0e" '
                        'stroke-width="2" stroke-dasharray="3 3"/>')
-            out.append(f'<text x="{x + bw + 3:.1f}" y="{y(t) + 4:.1f}" fill="#ff7f0e">'
+            # Right of the asynccheck bar, or above its line where the baseline's bar stands there.
+            lx, ly = (x + bw + 3, y(t) + 4) if len(bars) == 2 else (x, y(t) - 4)
+            out.append(f'<text x="{lx:.1f}" y="{ly:.1f}" fill="#ff7f0e">'
                        f'{rel_limit[g.key]:g}x floor</text>')
         label = "1 thread" if g.key == "percall1" else f"{meta.get('plan', {}).get('threads8', 8)} threads"
         out.append(f'<text x="{gx + gw / 2:.1f}" y="{top + ph + 20}" text-anchor="middle">{label}</text>')
     lx = left + 10
     names = {"floor": "CUPTI floor (empty handlers)", "asynccheck": "asynccheck",
-             "baseline": "baseline " + str(meta.get("baseline", {}).get("commit") or "")}
+             "baseline": "baseline " + str(meta.get("baseline", {}).get("commit") or "")[:12]}
     for j, c in enumerate(bars):
         out.append(f'<rect x="{lx + j * 200}" y="{H - 28}" width="14" height="14" fill="{colors[c]}"/>')
         out.append(f'<text x="{lx + j * 200 + 20}" y="{H - 16}">{escape(names[c].strip())}</text>')
@@ -883,7 +891,8 @@ def main():
     ap.add_argument("--baseline", metavar="LIB[@OPTIONS]",
                     help="another build of the library (e.g. an earlier commit's libasynccheck.so), run in the same "
                          "rounds of the per-call benchmarks with ASYNCCHECK_OPTIONS=OPTIONS (default: none; an older "
-                         "build may not know summary=0); the report adds the paired difference against it")
+                         "build may not know summary=0; LIB is split at its first '@'); the report adds the "
+                         "paired difference against it")
     args = ap.parse_args()
     if args.command in ("run", "all") and not args.build:
         ap.error("--build is required")

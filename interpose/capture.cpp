@@ -19,6 +19,7 @@
 #include "cupti/subscriber.h"
 #include "interpose/capture_state.h"
 #include "interpose/lock_within.h"
+#include "interpose/modules.h"
 #include "interpose/nvtx_ranges.h"
 #include "interpose/python_frames.h"
 #include "interpose/stacks.h"

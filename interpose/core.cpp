@@ -33,7 +33,7 @@
 #include "cupti/subscriber.h"
 #include "interpose/capture.h"
 #include "interpose/lineage.h"
-#include "interpose/mapped_modules.h"
+#include "interpose/modules.h"
 #include "interpose/nvtx_ranges.h"
 #include "interpose/stacks.h"
 #include "options/options.h"

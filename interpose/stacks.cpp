@@ -1,7 +1,5 @@
 #include "interpose/stacks.h"
 
-#include <link.h>
-#include <unistd.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
@@ -81,32 +79,6 @@ std::vector<Stack> interned_stacks(size_t first) {
   std::lock_guard lock(in.mu, std::adopt_lock);
   if (first >= in.stacks.size()) return {};
   return {in.stacks.begin() + static_cast<std::ptrdiff_t>(first), in.stacks.end()};
-}
-
-std::vector<Module> loaded_modules() {
-  std::vector<Module> out;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        auto* mods = static_cast<std::vector<Module>*>(data);
-        uint64_t lo = UINT64_MAX, hi = 0;
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const auto& ph = info->dlpi_phdr[i];
-          if (ph.p_type != PT_LOAD) continue;
-          lo = std::min<uint64_t>(lo, info->dlpi_addr + ph.p_vaddr);
-          hi = std::max<uint64_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
-        }
-        if (lo >= hi) return 0;
-        std::string path = info->dlpi_name ? info->dlpi_name : "";
-        if (path.empty()) {  // the main program
-          char buf[4096];
-          ssize_t len = readlink("/proc/self/exe", buf, sizeof buf - 1);
-          if (len > 0) path.assign(buf, static_cast<size_t>(len));
-        }
-        mods->push_back(Module{lo, hi, info->dlpi_addr, path});
-        return 0;
-      },
-      &out);
-  return out;
 }
 
 }  // namespace asynccheck

@@ -18,7 +18,4 @@ uint32_t capture_stack(int skip);
 // time (lock_within.h).
 std::vector<Stack> interned_stacks(size_t first = 0);
 
-// The loaded modules (executable and shared objects) with their address ranges.
-std::vector<Module> loaded_modules();
-
 }  // namespace asynccheck

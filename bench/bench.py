@@ -442,6 +442,7 @@ class Figure:
         self.n = 0
         self.stats = {}   # config -> Stat
         self.added = {}   # config -> Stat (paired vs bare)
+        self.rounds = {}  # config -> {round: value} (numeric_figure's)
         self.ratio = None
         self.target = "-"
         self.met = "-"
@@ -457,7 +458,7 @@ def numeric_figure(rows, key, name, unit, bench, value, digits=0, diff=lambda b,
     f = Figure(key, name, unit, digits)
     f.added_unit = added_unit or unit
     f.added_digits = digits if added_digits is None else added_digits
-    rounds = {c: per_round(rows, bench, c, value) for c in configs}
+    rounds = f.rounds = {c: per_round(rows, bench, c, value) for c in configs}
     for c in configs:
         f.stats[c] = Stat(list(rounds[c].values()))
     for c in configs[1:]:
@@ -631,14 +632,10 @@ def baseline_lines(rows, figs, meta):
         return []
     lines = [f"against the baseline {base.get('library', '?')}" + (f" ({base['commit']})" if base.get("commit") else "")
              + (f", options {base['options']}" if base.get("options") else "") + ", in the same rounds:"]
-    value = {"percall1": lambda r: num(r.get("ns_per_call")), "percall8": lambda r: num(r.get("ns_per_call")),
-             "rss_small": lambda r: None if num(r.get("max_rss_kb")) is None else num(r.get("max_rss_kb")) / MIB}
-    bench_of = {"percall1": "percall1", "percall8": "percall8", "rss_small": "percall1"}
     for f in figs:
-        if f.key not in value or f.added.get("baseline") is None:
+        if f.added.get("baseline") is None:
             continue
-        mine = per_round(rows, bench_of[f.key], "asynccheck", value[f.key])
-        theirs = per_round(rows, bench_of[f.key], "baseline", value[f.key])
+        mine, theirs = f.rounds["asynccheck"], f.rounds["baseline"]
         d = paired(theirs, mine, lambda b, o: o - b)
         lower = sum(1 for k in theirs if k in mine and mine[k] < theirs[k])
         a, b = f.added.get("asynccheck"), f.added["baseline"]

@@ -3,7 +3,7 @@
 // any machine. `api_calls N 8` on a GPU is the figure that counts (docs/performance.md); this is what a change to
 // how events are stored is tried on first, in as many runs as it takes.
 //
-// usage: flood_feed CALLS_PER_THREAD THREADS [CALLS_PER_S [EVENT_CACHE_KB]]
+// usage: flood_feed CALLS_PER_THREAD THREADS [CALLS_PER_S [EVENT_CACHE_KB [RECORD_LAG_MS]]]
 //   Each program thread makes the cycle of bench/api_calls (a launch of one kernel, a 256 B pinned copy, an event
 //   record, a stream query, on a non-blocking stream of its own) and a stream synchronize every 256 calls, as
 //   ApiCalls appended to a buffer of its own under its lock (past its share of the backlog limit, shed or lost:
@@ -12,7 +12,8 @@
 //   default, an 8-thread api_calls' pace on an H100) in bursts of a millisecond's worth, the calls' times spread over
 //   it, so that the program's threads take little of the machine's CPU: the two analysis threads need it.
 //   The GPU work runs a few microseconds after its call, one operation at a time per stream, and an ordinary flush
-//   delivers its record kRecordLagNs after it ended (CUPTI's buffers, handed over once complete), a forced one at
+//   delivers its record RECORD_LAG_MS (5 by default) after it ended (CUPTI's buffers, handed over once complete;
+//   CUPTI sometimes hands them over 40-60 ms late in a flood, and the calls waiting for them are held), a forced one at
 //   once; flushes are forced when the capture forces them (flush_period's default).
 //   The collecting and the analyzing thread run the capture's loops (analysis/feed_threads.h), its round taken as
 //   interpose/analysis_thread.cpp takes one, from these threads and this GPU.
@@ -52,7 +53,7 @@ using asynccheck::bench::status_kb;
 
 namespace {
 
-constexpr uint64_t kRecordLagNs = 5'000'000;
+uint64_t g_record_lag_ns = 5'000'000;  // RECORD_LAG_MS
 // The capture's defaults (options.def): compact_round, compact_backlog, flush_period (with it, the records are
 // delivered as they complete), the threshold.
 const size_t kRoundCalls = Options{}.compact_round;
@@ -75,7 +76,7 @@ struct ThreadLog {
   uint64_t shed = 0, lost = 0;          // past the thread's share of the backlog limit (feed.h: at_thread)
 };
 
-// GPU work made by the program's threads, delivered kRecordLagNs after it ended.
+// GPU work made by the program's threads, delivered g_record_lag_ns after it ended.
 struct Gpu {
   std::mutex mu;
   std::deque<GpuOp> made;  // by end, nearly (each thread's in order)
@@ -228,7 +229,7 @@ size_t pending(Shared& s) {
 }
 
 // interpose/analysis_thread.cpp's take_from_threads, without CUPTI: returns the round's horizon. An ordinary flush
-// delivers the records of work that ended kRecordLagNs ago, a forced one (force_flush: analysis/pace.h) every record
+// delivers the records of work that ended g_record_lag_ns ago, a forced one (force_flush: analysis/pace.h) every record
 // of work that ended.
 uint64_t take_round(Shared& s) {
   const uint64_t now = now_ns();
@@ -236,7 +237,7 @@ uint64_t take_round(Shared& s) {
   const uint64_t front = backlog >= kMaxBacklog / 2 ? s.feed->backlog_front_ns() : 0;
   const bool forced = force_flush(now, s.records_ns, kFlushPeriodNs, backlog, kMaxBacklog, front);
   if (forced) s.last_forced_ns = now;
-  decltype(EventLog::ops) ops = s.gpu.take(forced ? now : now - kRecordLagNs);
+  decltype(EventLog::ops) ops = s.gpu.take(forced ? now : now - g_record_lag_ns);
   decltype(EventLog::calls) calls = round_for(s.logs);
   uint64_t horizon = now, shed = 0, lost = 0;
   for (auto& l : s.logs) {
@@ -263,13 +264,14 @@ uint64_t take_round(Shared& s) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: flood_feed CALLS_PER_THREAD THREADS [CALLS_PER_S [EVENT_CACHE_KB]]\n");
+    std::fprintf(stderr, "usage: flood_feed CALLS_PER_THREAD THREADS [CALLS_PER_S [EVENT_CACHE_KB [RECORD_LAG_MS]]]\n");
     return 2;
   }
   const uint64_t per_thread = std::strtoull(argv[1], nullptr, 10);
   const uint32_t threads = static_cast<uint32_t>(std::strtoul(argv[2], nullptr, 10));
   const double per_s = argc > 3 ? std::strtod(argv[3], nullptr) : 1e6;
   if (argc > 4) event_memory::set_cache_limit(std::strtoull(argv[4], nullptr, 10) * 1024);  // the event_cache_kb option
+  if (argc > 5) g_record_lag_ns = std::strtoull(argv[5], nullptr, 10) * 1'000'000;
   if (per_thread == 0 || threads == 0 || per_s <= 0) {
     std::fprintf(stderr, "flood_feed: CALLS_PER_THREAD, THREADS and CALLS_PER_S must be positive\n");
     return 2;

@@ -231,6 +231,107 @@ TEST_F(EventMemory, EventVectorsGrowMoveAndSwapThroughIt) {
   EXPECT_TRUE(a.empty() && b.empty());
 }
 
+// A mapped block grows in place: its contents stay, no new mapping is made (mremap moves the pages), and the old
+// pages are not resident beside a copy of them. Into a cached class, past the largest cached, and from malloc's.
+TEST_F(EventMemory, AMappedBlockGrowsByRemappingNotCopying) {
+  const event_memory::Stats before = event_memory::stats();
+  size_t bytes = kMappedFrom;
+  char* p = static_cast<char*>(event_memory::allocate(bytes));
+  std::memset(p, 7, bytes);
+  const uint64_t maps = event_memory::stats().maps;
+  while (bytes <= 2 * kLargestCached) {  // 128 KiB .. 16 MiB: every class, then a mapping of its own
+    const size_t more = bytes * 2;
+    p = static_cast<char*>(event_memory::grow(p, bytes, more, bytes));
+    EXPECT_EQ(p[0], 7);
+    EXPECT_EQ(p[bytes - 1], 7);
+    std::memset(p + bytes, 7, more - bytes);
+    bytes = more;
+  }
+  const event_memory::Stats grown = event_memory::stats();
+  EXPECT_EQ(grown.maps, maps);  // no block besides the first was mapped
+  EXPECT_EQ(grown.remaps, before.remaps + 8);
+  EXPECT_EQ(resident_pages(p, bytes), bytes / 4096);
+  EXPECT_EQ(grown.mapped_bytes, before.mapped_bytes + bytes);
+  event_memory::deallocate(p, bytes);
+  EXPECT_EQ(event_memory::stats().mapped_bytes, before.mapped_bytes);
+
+  // From malloc's into a mapping: copied, the small block freed.
+  char* q = static_cast<char*>(event_memory::grow(nullptr, 0, 64, 0));
+  std::memset(q, 3, 64);
+  q = static_cast<char*>(event_memory::grow(q, 64, kMappedFrom, 64));
+  EXPECT_EQ(q[63], 3);
+  event_memory::deallocate(q, kMappedFrom);
+}
+
+// EventVector does what std::vector does: the same random operations on both leave the same elements, across the
+// sizes where its block moves from malloc into a mapping and grows there.
+TEST_F(EventMemory, AnEventVectorBehavesAsAStdVector) {
+  OpVector ours;
+  std::vector<GpuOp> theirs;
+  auto op = [](uint64_t id) {
+    GpuOp o;
+    o.correlation_id = id;
+    return o;
+  };
+  auto same = [&] {
+    ASSERT_EQ(ours.size(), theirs.size());
+    for (size_t i = 0; i < ours.size(); ++i) ASSERT_EQ(ours[i].correlation_id, theirs[i].correlation_id) << i;
+  };
+  uint64_t seed = 12345, id = 0;
+  auto next = [&seed] { return seed = seed * 6364136223846793005ULL + 1442695040888963407ULL, seed >> 33; };
+  for (int round = 0; round < 400; ++round) {
+    switch (next() % 7) {
+      case 0:
+      case 1:  // append many: the block grows
+        for (uint64_t n = next() % 4000; n > 0; --n) {
+          ours.push_back(op(++id));
+          theirs.push_back(op(id));
+        }
+        break;
+      case 2: {  // insert a range somewhere
+        const size_t at = theirs.empty() ? 0 : next() % theirs.size();
+        std::vector<GpuOp> more;
+        for (uint64_t n = next() % 3000; n > 0; --n) more.push_back(op(++id));
+        ours.insert(ours.begin() + static_cast<std::ptrdiff_t>(at), more.begin(), more.end());
+        theirs.insert(theirs.begin() + static_cast<std::ptrdiff_t>(at), more.begin(), more.end());
+        break;
+      }
+      case 3: {  // erase a range from the front (the feed's backlog) or elsewhere
+        if (theirs.empty()) break;
+        const size_t from = next() % 2 == 0 ? 0 : next() % theirs.size();
+        const size_t to = from + next() % (theirs.size() - from + 1);
+        ours.erase(ours.begin() + static_cast<std::ptrdiff_t>(from), ours.begin() + static_cast<std::ptrdiff_t>(to));
+        theirs.erase(theirs.begin() + static_cast<std::ptrdiff_t>(from),
+                     theirs.begin() + static_cast<std::ptrdiff_t>(to));
+        break;
+      }
+      case 4: {  // resize either way: new elements are default ones
+        const size_t n = next() % (2 * theirs.size() + 10);
+        ours.resize(n);
+        theirs.resize(n);
+        break;
+      }
+      case 5:  // an element of its own pushed when full: read before the block moves
+        if (!theirs.empty()) {
+          ours.shrink_to_fit();
+          ours.push_back(ours.front());
+          theirs.push_back(theirs.front());
+        }
+        break;
+      case 6: {  // copies, moves and swaps carry the elements
+        OpVector copy = ours;
+        OpVector moved = std::move(copy);
+        ours.swap(moved);
+        ASSERT_EQ(moved.size(), ours.size());
+        break;
+      }
+    }
+    same();
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_GT(ours.capacity() * sizeof(GpuOp), kMappedFrom);  // it went through the mapped sizes
+}
+
 // A fork while other threads allocate and free: the child allocates (the cache's lock is not inherited held) and
 // exits normally.
 TEST_F(EventMemory, AForkWhileOtherThreadsAllocateLeavesTheChildAbleTo) {

@@ -406,13 +406,24 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
 }
 
 StreamingAnalysis::Result AnalysisFeed::finish(CallVector calls, OpVector ops, std::vector<Mark> marks) {
+  {
+    std::lock_guard lock(mu_);
+    merge_into(backlog_calls_, std::move(calls), InLogOrder{});
+    merge_into(backlog_ops_, std::move(ops), InLogOrder{});
+    take_marks(std::move(marks));
+  }
+  {
+    std::lock_guard alock(analysis_mu_);
+    if (sink_) sink_->finishing();
+  }
+  // Every record has come now: the backlog goes in a chunk at a time, as during the run, each step as far as the
+  // call after its chunk. Handed over whole, the calls a flood left waiting for late records (92k) went into the
+  // window at once, with their per-call state and the index of one step over all of them: the run's peak memory,
+  // reached at its very end.
+  while (backlog_size() > chunk_calls_) compact_chunk(UINT64_MAX);
   std::lock_guard lock(mu_);
   std::lock_guard alock(analysis_mu_);
-  merge_into(backlog_calls_, std::move(calls), InLogOrder{});
-  merge_into(backlog_ops_, std::move(ops), InLogOrder{});
-  take_marks(std::move(marks));
   hand_over_counts();
-  if (sink_) sink_->finishing();
   if (sink_) write_sink(backlog_calls_, backlog_ops_);  // copies: the analysis takes these
   analysis_.add(std::exchange(backlog_calls_, {}), std::exchange(backlog_ops_, {}));
   write_sink({}, release_untimed(true));

@@ -753,6 +753,24 @@ TEST(AnalysisFeed, BehindTheWindowHoldsOnlyTheWorkOfItsOwnCalls) {
   EXPECT_LT(st.peak_window_calls, 2'000u);
 }
 
+// What the run left in the backlog (every call waiting for a record that came late, and came only with the exit's
+// flush) goes into the analysis at the end a chunk at a time, as during the run: given whole, it went into the window
+// at once, with its per-call state and one step's index over all of it, and was a flood's peak memory.
+TEST(AnalysisFeed, AtTheEndTheBacklogGoesInChunksAndReportsTheSame) {
+  Builder b = ordinary_run(20'000);
+  const std::string expected = json_of(b.log);
+  std::vector<Delivered> rounds = rounds_of(b.log, 1);
+  AnalysisFeed feed(compact_options(b.log, 2 * kMs), b.log.run.env, 512);
+  feed.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time, /*calls_before_ns=*/0);  // no record settled anything
+  EXPECT_EQ(feed.stats().chunks, 0u);
+  FeedStats st;
+  const EventLog out = taken(feed, b.log, &st);
+  EXPECT_EQ(json_of(out), expected);
+  EXPECT_GE(st.chunks, 20'000u / 1024 - 1);  // chunks of twice 512 while more than two wait
+  EXPECT_LE(st.largest_chunk, 1024u);
+  EXPECT_LT(st.peak_window_calls, 2'000u);
+}
+
 // Work queued far behind its call (kernels slower than their launches: the queue grows to ~20 ms): in a backlog of
 // many chunks, a chunk's calls' work starts after the backlog's next call and waits there while those calls wait
 // in the window for it; the stream synchronizes that wait for the queue are judged by that work all the same.

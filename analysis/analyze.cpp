@@ -401,7 +401,7 @@ class Judge {
       }
     }
     f.level = rules::rule(f.rule).level;
-    if (st(ci).note != 0) f.note = a_.note(st(ci).note);
+    if (st(ci).note) f.note = *st(ci).note;
     findings_.push_back(std::move(f));
   }
 
@@ -581,16 +581,9 @@ bool Analyzer::drained_after(size_t ci, uint64_t now_ns, const Index& idx) const
 void Analyzer::retain(const std::vector<char>& keep) {
   size_t out = 0, described = 0;
   for (size_t i = 0; i < calls_.size(); ++i) {
-    if (!keep[i]) {
-      if (const uint32_t n = calls_[i].note; n != 0) {
-        notes_[n - 1].clear();
-        notes_[n - 1].shrink_to_fit();
-        free_notes_.push_back(n);
-      }
-      continue;
-    }
+    if (!keep[i]) continue;
     if (i < described_) ++described;
-    if (out != i) calls_[out] = calls_[i];
+    if (out != i) calls_[out] = std::move(calls_[i]);
     ++out;
   }
   calls_.resize(out);
@@ -692,20 +685,9 @@ void Analyzer::confirm_memory_kinds(size_t ci, rules::CallDescription& d, const 
     MemoryKind src = memory_kind_from_activity(op.src_kind), dst = memory_kind_from_activity(op.dst_kind);
     if ((src != MemoryKind::Unknown && src != d.src) || (dst != MemoryKind::Unknown && dst != d.dst)) {
       if ((d.src != MemoryKind::Unknown || d.dst != MemoryKind::Unknown) && !c.context_only) {
-        std::string note = "activity record says " + std::string(name_of(src)) + " -> " + std::string(name_of(dst)) +
-                           ", the call looked like " + std::string(name_of(d.src)) + " -> " +
-                           std::string(name_of(d.dst));
-        uint32_t& n = calls_[ci].note;
-        if (n != 0) {
-          notes_[n - 1] = std::move(note);
-        } else if (!free_notes_.empty()) {
-          n = free_notes_.back();
-          free_notes_.pop_back();
-          notes_[n - 1] = std::move(note);
-        } else {
-          notes_.push_back(std::move(note));
-          n = static_cast<uint32_t>(notes_.size());
-        }
+        calls_[ci].note = std::make_unique<std::string>(
+            "activity record says " + std::string(name_of(src)) + " -> " + std::string(name_of(dst)) +
+            ", the call looked like " + std::string(name_of(d.src)) + " -> " + std::string(name_of(d.dst)));
         ++counts_.kind_disagreements;
       }
       if (src != MemoryKind::Unknown) d.src = src;

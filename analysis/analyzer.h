@@ -36,9 +36,7 @@ struct CallState {
   rules::CallDescription described;
   StreamAnchor self;
   StreamAnchor anchor;
-  // The activity record's memory kinds disagreed with the registry (rare): N is Analyzer::note(N). 0 = none. Not a
-  // string here: the window's states are moved as bytes (event_vector.h).
-  uint32_t note = 0;
+  std::unique_ptr<std::string> note;  // the activity record's memory kinds disagreed with the registry (rare)
   rules::Prediction predicted;
   uint32_t own_stream = UINT32_MAX;  // the CUPTI stream of its first work op
   bool event_anchored = false;       // an event synchronize whose event was recorded: `anchor` is that record
@@ -63,7 +61,6 @@ class Analyzer {
   void release_index();
 
   const CallState& state(size_t call) const { return calls_[call]; }
-  const std::string& note(uint32_t n) const { return notes_[n - 1]; }
   size_t described() const { return described_; }
   Analysis& counts() { return counts_; }  // every count of Analysis; never its per-call vectors or findings
 
@@ -92,11 +89,8 @@ class Analyzer {
   const EventLog* log_of_step_ = nullptr;  // the window, during step()
   Persistent state_;
   std::unique_ptr<Index> idx_;
-  EventVector<CallState> calls_;  // per window call (event memory: events.h)
-  // CallState::note's texts; a dropped call's slot is reused (free_notes_): as many as the window's calls hold.
-  std::vector<std::string> notes_;
-  std::vector<uint32_t> free_notes_;
-  size_t described_ = 0;  // calls_[0, described_) are described
+  std::vector<CallState, EventAllocator<CallState>> calls_;  // per window call (event memory: events.h)
+  size_t described_ = 0;                                     // calls_[0, described_) are described
   Analysis counts_;
 };
 

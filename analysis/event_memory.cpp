@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <mutex>
 
 namespace asynccheck::event_memory {
@@ -25,10 +24,6 @@ size_t page_round(size_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
 // The size class of a mapped allocation: the power of two that holds it (its mapping's size).
 int size_class(size_t bytes) { return static_cast<int>(std::bit_width(bytes - 1)) - kSmallestClass; }
 size_t class_bytes(int c) { return size_t{1} << (c + kSmallestClass); }
-// The mapping a block of `bytes` (kMappedFrom at least) is: its class's, or its own to the page past kLargestCached.
-size_t mapping_bytes(size_t bytes) {
-  return bytes > kLargestCached ? page_round(bytes) : class_bytes(size_class(bytes));
-}
 
 struct Block {
   void* p = nullptr;
@@ -117,28 +112,6 @@ void deallocate(void* p, size_t bytes) noexcept {
 }
 
 // Takes every cached block out (under the lock) and unmaps them (outside it).
-void* grow(void* p, size_t old_bytes, size_t new_bytes, size_t used) {
-  if (p == nullptr || old_bytes < kMappedFrom || new_bytes <= old_bytes) {
-    void* q = allocate(new_bytes);
-    if (used != 0) std::memcpy(q, p, std::min(used, new_bytes));
-    deallocate(p, old_bytes);
-    return q;
-  }
-  const size_t from = mapping_bytes(old_bytes), to = mapping_bytes(new_bytes);
-  if (to == from) return p;
-  void* q = mremap(p, from, to, MREMAP_MAYMOVE);
-  if (q == MAP_FAILED) {  // no room in the address space: what the cache holds goes first, as in map()
-    release_cache();
-    q = mremap(p, from, to, MREMAP_MAYMOVE);
-    if (q == MAP_FAILED) throw std::bad_alloc();  // the block is still the caller's, unchanged
-  }
-  std::lock_guard lock(g_cache.mu);
-  g_cache.stats.mapped_bytes += to - from;
-  g_cache.stats.peak_mapped_bytes = std::max(g_cache.stats.peak_mapped_bytes, g_cache.stats.mapped_bytes);
-  ++g_cache.stats.remaps;
-  return q;
-}
-
 void release_cache() {
   Block taken[kClasses * kPerClass];
   size_t sizes[kClasses * kPerClass];

@@ -31,10 +31,6 @@ inline constexpr size_t kLargestCached = 8 * 1024 * 1024;
 // The allocation fails (std::bad_alloc) only when a mapping cannot be made even once the cache was given back.
 void* allocate(size_t bytes);
 void deallocate(void* p, size_t bytes) noexcept;
-// Makes the block allocate(old_bytes) gave (or null, old_bytes 0) hold new_bytes, its first `used` bytes kept, and
-// returns it (deallocate(p, new_bytes) frees it then). A mapped block grows by mremap: its pages move, none is copied,
-// so the old block is never resident beside a copy of it (event_vector.h); a small one is copied (malloc's).
-void* grow(void* p, size_t old_bytes, size_t new_bytes, size_t used);
 // The most freed memory the cache may hold from now on (kCacheBytes until set; blocks of kLargestCached at most,
 // whatever the limit). What it held is unmapped: set at the start, before anything waits.
 void set_cache_limit(size_t bytes);
@@ -50,7 +46,6 @@ struct Stats {
   uint64_t peak_mapped_bytes = 0;
   uint64_t maps = 0;    // mappings made so far
   uint64_t reuses = 0;  // allocations served from the cache
-  uint64_t remaps = 0;  // blocks grown in place (grow)
 };
 Stats stats();
 

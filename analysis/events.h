@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "analysis/capture_range.h"
-#include "analysis/event_vector.h"
+#include "analysis/event_memory.h"
 #include "analysis/kernel_name.h"
 #include "rules/api_traits.h"
 #include "rules/call.h"
@@ -60,7 +60,7 @@ static_assert(sizeof(ApiCall) <= 136, "ApiCall grew: every buffered call pays fo
 // Every vector of calls and of GPU work, from the program's threads' buffers to the analysis' window, keeps its
 // elements in the event memory (event_memory.h): one cache of large blocks for every thread, instead of malloc's
 // arenas, each keeping the holes of the vectors another thread freed.
-using CallVector = EventVector<ApiCall>;
+using CallVector = std::vector<ApiCall, EventAllocator<ApiCall>>;
 
 // Migration: a unified-memory transfer (managed memory paged in or out: CUPTI's unified-memory counters), enqueued
 // by no call; copy_kind says its direction (1 host to device, 2 device to host), bytes how much moved.
@@ -88,7 +88,7 @@ struct GpuOp {
 };
 // As ApiCall: the backlog and the window hold a flood's operations by the hundred thousand, copied at every merge.
 static_assert(sizeof(GpuOp) <= 64 && std::is_trivially_copyable_v<GpuOp>, "GpuOp grew: every buffered op pays for it");
-using OpVector = EventVector<GpuOp>;  // as CallVector
+using OpVector = std::vector<GpuOp, EventAllocator<GpuOp>>;  // as CallVector
 
 // The order of a log's calls: by start, then by correlation id (CUPTI numbers calls as they are made). Calls of two
 // threads may start in the same nanosecond; which comes first decides, e.g., which launch of a function is its

@@ -78,7 +78,7 @@ inline std::vector<Delivered> rounds_with_untimed(const EventLog& log, int n) {
   }
   std::vector<Delivered> rounds = rounds_of(log, n);
   for (Delivered& d : rounds) {
-    erase_if(d.ops, [](const GpuOp& op) { return op.start_ns == 0 && op.kind != GpuOpKind::Sync; });
+    std::erase_if(d.ops, [](const GpuOp& op) { return op.start_ns == 0 && op.kind != GpuOpKind::Sync; });
   }
   for (const GpuOp& op : log.ops) {
     if (op.start_ns != 0 || op.kind == GpuOpKind::Sync) continue;

@@ -1189,7 +1189,7 @@ TEST(AnalysisFeed, UntimedWorkDoesNotKeepItsCallForever) {
     // Delivered as CUPTI would: an untimed record comes once its call has returned (the round after its end).
     std::vector<Delivered> rounds = rounds_of(b.log, 20);
     for (Delivered& d : rounds) {
-      erase_if(d.ops, [](const GpuOp& op) { return op.start_ns == 0 && op.kind != GpuOpKind::Sync; });
+      std::erase_if(d.ops, [](const GpuOp& op) { return op.start_ns == 0 && op.kind != GpuOpKind::Sync; });
     }
     for (const GpuOp& op : b.log.ops) {
       if (op.start_ns != 0 || op.kind == GpuOpKind::Sync) continue;

@@ -138,8 +138,9 @@ class AnalysisFeed {
   // Calls the capture shed before they reached us (its per-thread limit): counted like those shed here; `lost` of
   // them were not ordinary (AtThread::Lose): the log is then incomplete.
   void count_shed(uint64_t calls, uint64_t lost = 0);
-  // Analyzes the backlog and `calls` and `ops` (the rest: what the threads and CUPTI still held), judges everything.
-  // run.unanalyzed_calls says how many were shed, run.complete whether calls were lost.
+  // Analyzes the backlog and `calls` and `ops` (the rest: what the threads and CUPTI still held), a chunk at a time as
+  // compact_chunk does, and judges everything. run.unanalyzed_calls says how many were shed, run.complete whether
+  // calls were lost.
   StreamingAnalysis::Result finish(CallVector calls, OpVector ops, std::vector<Mark> marks);
 
   FeedStats stats() const;

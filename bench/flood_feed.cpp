@@ -271,7 +271,16 @@ int main(int argc, char** argv) {
   const uint32_t threads = static_cast<uint32_t>(std::strtoul(argv[2], nullptr, 10));
   const double per_s = argc > 3 ? std::strtod(argv[3], nullptr) : 1e6;
   if (argc > 4) event_memory::set_cache_limit(std::strtoull(argv[4], nullptr, 10) * 1024);  // the event_cache_kb option
-  if (argc > 5) g_record_lag_ns = std::strtoull(argv[5], nullptr, 10) * 1'000'000;
+  if (argc > 5) {
+    char* end = nullptr;
+    const unsigned long long lag_ms = std::strtoull(argv[5], &end, 10);
+    if (end == argv[5] || *end != '\0' || lag_ms > 60'000) {
+      std::fprintf(stderr, "flood_feed: RECORD_LAG_MS must be a whole number of milliseconds, 0 to 60000, not '%s'\n",
+                   argv[5]);
+      return 2;
+    }
+    g_record_lag_ns = lag_ms * 1'000'000;
+  }
   if (per_thread == 0 || threads == 0 || per_s <= 0) {
     std::fprintf(stderr, "flood_feed: CALLS_PER_THREAD, THREADS and CALLS_PER_S must be positive\n");
     return 2;

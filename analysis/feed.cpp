@@ -18,6 +18,17 @@ uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
 // CUPTI's record of work it could not time (cupti/activity.cpp, count_untimed): never evidence.
 bool untimed_op(const GpuOp& op) { return op.kind != GpuOpKind::Sync && op.start_ns == 0; }
 
+// Takes the untimed work out of `ops` (AnalysisFeed::untimed_ says where it waits instead).
+OpVector take_untimed(OpVector& ops) {
+  OpVector untimed;
+  if (std::any_of(ops.begin(), ops.end(), untimed_op)) {  // rare: no pass that moves every op otherwise
+    const auto from = std::stable_partition(ops.begin(), ops.end(), [](const GpuOp& op) { return !untimed_op(op); });
+    untimed.assign(std::make_move_iterator(from), std::make_move_iterator(ops.end()));
+    ops.erase(from, ops.end());
+  }
+  return untimed;
+}
+
 }  // namespace
 
 AnalysisFeed::AnalysisFeed(const StreamingOptions& options, const rules::Environment& env, size_t chunk_calls,
@@ -232,12 +243,7 @@ void AnalysisFeed::add(CallVector calls, OpVector ops, std::vector<Mark> marks, 
     }
   }
   last_delivered_ns_ = std::max(last_delivered_ns_, delivered_ns);
-  OpVector untimed;
-  if (std::any_of(ops.begin(), ops.end(), untimed_op)) {  // rare: no pass that moves every op otherwise
-    const auto from = std::stable_partition(ops.begin(), ops.end(), [](const GpuOp& op) { return !untimed_op(op); });
-    untimed.assign(std::make_move_iterator(from), std::make_move_iterator(ops.end()));
-    ops.erase(from, ops.end());
-  }
+  OpVector untimed = take_untimed(ops);
   sort_by(calls, InLogOrder{});
   sort_by(ops, InLogOrder{});
   std::lock_guard lock(mu_);
@@ -407,7 +413,9 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
 
 StreamingAnalysis::Result AnalysisFeed::finish(CallVector calls, OpVector ops, std::vector<Mark> marks) {
   {
+    OpVector untimed = take_untimed(ops);  // as add(): sorted first, it would all go with the first chunk
     std::lock_guard lock(mu_);
+    for (GpuOp& op : untimed) untimed_.emplace_back(std::move(op), 0);
     merge_into(backlog_calls_, std::move(calls), InLogOrder{});
     merge_into(backlog_ops_, std::move(ops), InLogOrder{});
     take_marks(std::move(marks));
@@ -417,9 +425,9 @@ StreamingAnalysis::Result AnalysisFeed::finish(CallVector calls, OpVector ops, s
     if (sink_) sink_->finishing();
   }
   // Every record has come now: the backlog goes in a chunk at a time, as during the run, each step as far as the
-  // call after its chunk. Handed over whole, the calls a flood left waiting for late records (92k) went into the
-  // window at once, with their per-call state and the index of one step over all of them: the run's peak memory,
-  // reached at its very end.
+  // call after its chunk. Handed over whole, the calls left waiting for late records went into the window at once,
+  // with their per-call state and the index of one step over all of them (offline, records 80 ms late: a flood's
+  // peak memory, at its very end; on the GPU its peak came during the run: docs/performance.md).
   while (backlog_size() > chunk_calls_) compact_chunk(UINT64_MAX);
   std::lock_guard lock(mu_);
   std::lock_guard alock(analysis_mu_);

@@ -21,7 +21,8 @@
 namespace asynccheck {
 
 // How the streaming analysis kept up, for the `stats` option (docs/performance.md): rounds and chunks run, how long they took,
-// how far the threads got ahead of them, and what was kept at the end.
+// how far the threads got ahead of them, and what was kept at the end. The chunks, their times and the window's peaks
+// count those of the end too (finish() takes the backlog left in chunks).
 struct FeedStats {
   uint64_t rounds = 0, chunks = 0;
   uint64_t largest_chunk = 0;  // calls

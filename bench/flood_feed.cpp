@@ -319,8 +319,6 @@ int main(int argc, char** argv) {
   }
   collector.join();
   analyzer.join();
-  sampling_stop = true;
-  sampler.join();
   // What the threads and the GPU still hold goes to finish(), as the capture's exit does.
   decltype(EventLog::calls) rest;
   uint64_t shed = 0, lost = 0;
@@ -331,6 +329,8 @@ int main(int argc, char** argv) {
   }
   feed.count_shed(shed, lost);
   StreamingAnalysis::Result r = feed.finish(std::move(rest), s.gpu.take(UINT64_MAX), {});
+  sampling_stop = true;  // sampled through finish(): the end's analysis is part of the peak
+  sampler.join();
   const double all_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const FeedStats st = feed.stats();
   std::printf(

@@ -352,11 +352,21 @@ OpVector AnalysisFeed::take_ops_before(uint64_t next_ns) {
 void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
-  // Behind (more than two chunks waiting: a flood), chunks of twice the size. Each step indexes the window as well as
-  // its chunk (streaming.h), and with 8 threads flooding the window is more than a chunk (~27k calls): a larger chunk
-  // spreads that over more calls. Not otherwise: a chunk's temporaries are part of the memory a run adds.
+  // Behind (more than two chunks waiting: a flood), chunks of twice the size: each step indexes the window as well as
+  // its chunk (streaming.h), and a larger chunk spreads that over more calls. Not otherwise: a chunk's temporaries are
+  // part of the memory a run adds.
   const size_t chunk = backlog_calls_.size() > 2 * chunk_calls_ ? 2 * chunk_calls_ : chunk_calls_;
-  const size_t k = std::min(chunk, backlog_calls_.size());
+  // No further than the horizon when calls before it wait: those after it would go into the window only to wait
+  // there, each with its per-call state, for the records that hold the horizon back, and be looked at again by every
+  // step until they came. In an 8-thread flood the window held a whole chunk (up to 32k calls) beside the margin's
+  // ~11k, and with records late that was a large part of the memory the analysis added (docs/performance.md). With
+  // none before it (the pace asks for a chunk past the horizon only when the backlog is too large to wait: pace.h),
+  // a whole chunk.
+  const auto chunk_end = backlog_calls_.begin() + static_cast<std::ptrdiff_t>(std::min(chunk, backlog_calls_.size()));
+  const auto horizon_at = std::lower_bound(backlog_calls_.begin(), chunk_end, horizon_ns,
+                                           [](const ApiCall& c, uint64_t t) { return c.start_ns < t; });
+  const bool to_horizon = horizon_at != backlog_calls_.begin() && horizon_at != chunk_end;
+  const size_t k = static_cast<size_t>((to_horizon ? horizon_at : chunk_end) - backlog_calls_.begin());
   const uint64_t next = k < backlog_calls_.size() ? backlog_calls_[k].start_ns : UINT64_MAX;
   // The chunk goes from the backlog's front straight into the window, and the backlog keeps its memory for the next
   // rounds: taken out as a vector of its own, the chunk was one more copy of up to 32k calls beside the window's,

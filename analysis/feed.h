@@ -132,9 +132,9 @@ class AnalysisFeed {
   // sign of its record: when it comes after the calls around it were settled, it is counted but is no evidence
   // for them (flush_period=0 rules that out: every round forced).
   uint64_t records_before(uint64_t flushed_ns, uint64_t forced_ns);
-  // Moves the backlog's next chunk (chunk_calls, twice that while more than two chunks wait) into the analysis and
-  // advances it. `horizon_ns`: everything that ended before it
-  // has been added (calls and activity records); the backlog's next call bounds it further.
+  // Moves the backlog's next chunk (chunk_calls, twice that while more than two chunks wait; no further than
+  // `horizon_ns` when calls before it wait) into the analysis and advances it. `horizon_ns`: everything that ended
+  // before it has been added (calls and activity records); the backlog's next call bounds it further.
   void compact_chunk(uint64_t horizon_ns);
   // Calls the capture shed before they reached us (its per-thread limit): counted like those shed here; `lost` of
   // them were not ordinary (AtThread::Lose): the log is then incomplete.

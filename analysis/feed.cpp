@@ -349,13 +349,14 @@ OpVector AnalysisFeed::take_ops_before(uint64_t next_ns) {
 
 // Calls are taken whole, in start order: everything that started before the backlog's next call is then in the
 // analysis, so that call's start bounds the horizon too.
-void AnalysisFeed::compact_chunk(uint64_t horizon_ns) {
+void AnalysisFeed::compact_chunk(uint64_t horizon_ns, size_t most) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   // Behind (more than two chunks waiting: a flood), chunks of twice the size: each step indexes the window as well as
   // its chunk (streaming.h), and a larger chunk spreads that over more calls. Not otherwise: a chunk's temporaries are
   // part of the memory a run adds.
-  const size_t chunk = backlog_calls_.size() > 2 * chunk_calls_ ? 2 * chunk_calls_ : chunk_calls_;
+  size_t chunk = backlog_calls_.size() > 2 * chunk_calls_ ? 2 * chunk_calls_ : chunk_calls_;
+  if (most != 0) chunk = std::min(chunk, most);
   // No further than the horizon when calls before it wait: those after it would go into the window only to wait
   // there, each with its per-call state, for the records that hold the horizon back, and be looked at again by every
   // step until they came. In an 8-thread flood the window held a whole chunk (up to 32k calls) beside the margin's
@@ -436,9 +437,12 @@ StreamingAnalysis::Result AnalysisFeed::finish(CallVector calls, OpVector ops, s
   }
   // Every record has come now: the backlog goes in a chunk at a time, as during the run, each step as far as the
   // call after its chunk. Handed over whole, the calls left waiting for late records went into the window at once,
-  // with their per-call state and the index of one step over all of them (offline, records 80 ms late: a flood's
-  // peak memory, at its very end; on the GPU its peak came during the run: docs/performance.md).
-  while (backlog_size() > chunk_calls_) compact_chunk(UINT64_MAX);
+  // with their per-call state and the index of one step over all of them. Half a chunk at a time, about what the
+  // run's chunks that stop at the horizon take (a flood's round): each step's window holds its chunk beside the
+  // margin's calls, beside the backlog still waiting, and with chunks of twice chunk_calls, as when the run falls
+  // behind, the end was the peak of a flood whose records came late (docs/performance.md).
+  const size_t end_chunk = std::max<size_t>(1, chunk_calls_ / 2);
+  while (backlog_size() > end_chunk) compact_chunk(UINT64_MAX, end_chunk);
   std::lock_guard lock(mu_);
   std::lock_guard alock(analysis_mu_);
   hand_over_counts();

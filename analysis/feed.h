@@ -135,12 +135,12 @@ class AnalysisFeed {
   // Moves the backlog's next chunk (chunk_calls, twice that while more than two chunks wait; no further than
   // `horizon_ns` when calls before it wait) into the analysis and advances it. `horizon_ns`: everything that ended
   // before it has been added (calls and activity records); the backlog's next call bounds it further.
-  void compact_chunk(uint64_t horizon_ns);
+  void compact_chunk(uint64_t horizon_ns) { compact_chunk(horizon_ns, 0); }
   // Calls the capture shed before they reached us (its per-thread limit): counted like those shed here; `lost` of
   // them were not ordinary (AtThread::Lose): the log is then incomplete.
   void count_shed(uint64_t calls, uint64_t lost = 0);
-  // Analyzes the backlog and `calls` and `ops` (the rest: what the threads and CUPTI still held), a chunk at a time as
-  // compact_chunk does, and judges everything. run.unanalyzed_calls says how many were shed, run.complete whether
+  // Analyzes the backlog and `calls` and `ops` (the rest: what the threads and CUPTI still held), a chunk of at most
+  // chunk_calls / 2 at a time, and judges everything. run.unanalyzed_calls says how many were shed, run.complete whether
   // calls were lost.
   StreamingAnalysis::Result finish(CallVector calls, OpVector ops, std::vector<Mark> marks);
 
@@ -197,6 +197,8 @@ class AnalysisFeed {
   void drop_orphan_work();
   void remember_launches(std::span<const ApiCall> calls);
   OpVector take_ops_before(uint64_t next_ns);  // under mu_
+  // compact_chunk with chunks of at most `most` calls (0: as above).
+  void compact_chunk(uint64_t horizon_ns, size_t most);
 
   // Work CUPTI delivered untimed (start and end 0: cupti/activity.cpp): sorted by start it would go into the
   // analysis' window ahead of the call that enqueued it, be dropped there as nobody's work, and that call would then

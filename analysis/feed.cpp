@@ -349,7 +349,7 @@ OpVector AnalysisFeed::take_ops_before(uint64_t next_ns) {
 
 // Calls are taken whole, in start order: everything that started before the backlog's next call is then in the
 // analysis, so that call's start bounds the horizon too.
-void AnalysisFeed::compact_chunk(uint64_t horizon_ns, size_t most) {
+void AnalysisFeed::take_chunk(uint64_t horizon_ns, size_t most, bool to_horizon_asked) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   // Behind (more than two chunks waiting: a flood), chunks of twice the size: each step indexes the window as well as
@@ -357,16 +357,16 @@ void AnalysisFeed::compact_chunk(uint64_t horizon_ns, size_t most) {
   // part of the memory a run adds.
   size_t chunk = backlog_calls_.size() > 2 * chunk_calls_ ? 2 * chunk_calls_ : chunk_calls_;
   if (most != 0) chunk = std::min(chunk, most);
-  // No further than the horizon when calls before it wait: those after it would go into the window only to wait
-  // there, each with its per-call state, for the records that hold the horizon back, and be looked at again by every
-  // step until they came. In an 8-thread flood the window held a whole chunk (up to 32k calls) beside the margin's
-  // ~11k, and with records late that was a large part of the memory the analysis added (docs/performance.md). With
-  // none before it (the pace asks for a chunk past the horizon only when the backlog is too large to wait: pace.h),
-  // a whole chunk.
+  // No further than the horizon when calls before it wait and the pace asks (`to_horizon_asked`: with a flush
+  // period, not behind): those after it would go into the window only to wait there, each with its per-call state,
+  // for the records that hold the horizon back, and be looked at again by every step until they came. In an 8-thread
+  // flood the window held a whole chunk (up to 32k calls) beside the margin's ~11k, and with records late that was a
+  // large part of the memory the analysis added (docs/performance.md). They count toward the backlog's limits
+  // instead (shed, force_flush, behind_at): a round or two of calls. With none before it, a whole chunk.
   const auto chunk_end = backlog_calls_.begin() + static_cast<std::ptrdiff_t>(std::min(chunk, backlog_calls_.size()));
   const auto horizon_at = std::lower_bound(backlog_calls_.begin(), chunk_end, horizon_ns,
                                            [](const ApiCall& c, uint64_t t) { return c.start_ns < t; });
-  const bool to_horizon = horizon_at != backlog_calls_.begin() && horizon_at != chunk_end;
+  const bool to_horizon = to_horizon_asked && horizon_at != backlog_calls_.begin() && horizon_at != chunk_end;
   const size_t k = static_cast<size_t>((to_horizon ? horizon_at : chunk_end) - backlog_calls_.begin());
   const uint64_t next = k < backlog_calls_.size() ? backlog_calls_[k].start_ns : UINT64_MAX;
   // The chunk goes from the backlog's front straight into the window, and the backlog keeps its memory for the next
@@ -435,14 +435,14 @@ StreamingAnalysis::Result AnalysisFeed::finish(CallVector calls, OpVector ops, s
     std::lock_guard alock(analysis_mu_);
     if (sink_) sink_->finishing();
   }
-  // Every record has come now: the backlog goes in a chunk at a time, as during the run, each step as far as the
-  // call after its chunk. Handed over whole, the calls left waiting for late records went into the window at once,
-  // with their per-call state and the index of one step over all of them. Half a chunk at a time, about what the
-  // run's chunks that stop at the horizon take (a flood's round): each step's window holds its chunk beside the
-  // margin's calls, beside the backlog still waiting, and with chunks of twice chunk_calls, as when the run falls
-  // behind, the end was the peak of a flood whose records came late (docs/performance.md).
+  // Every record has come now: the backlog goes in chunks, as during the run, each step as far as the call after its
+  // chunk. Handed over whole, the calls left waiting for late records went into the window at once, with their
+  // per-call state and the index of one step over all of them. Half a chunk at a time, about what the run's chunks
+  // that stop at the horizon take (a flood's round): each step's window holds its chunk beside the margin's calls,
+  // beside the backlog still waiting, and with chunks of twice chunk_calls, as when the run falls behind, the end was
+  // the peak of a flood whose records came late (docs/performance.md).
   const size_t end_chunk = std::max<size_t>(1, chunk_calls_ / 2);
-  while (backlog_size() > end_chunk) compact_chunk(UINT64_MAX, end_chunk);
+  while (backlog_size() > end_chunk) take_chunk(UINT64_MAX, end_chunk, false);
   std::lock_guard lock(mu_);
   std::lock_guard alock(analysis_mu_);
   hand_over_counts();

@@ -132,15 +132,16 @@ class AnalysisFeed {
   // sign of its record: when it comes after the calls around it were settled, it is counted but is no evidence
   // for them (flush_period=0 rules that out: every round forced).
   uint64_t records_before(uint64_t flushed_ns, uint64_t forced_ns);
-  // Moves the backlog's next chunk (chunk_calls, twice that while more than two chunks wait; no further than
-  // `horizon_ns` when calls before it wait) into the analysis and advances it. `horizon_ns`: everything that ended
-  // before it has been added (calls and activity records); the backlog's next call bounds it further.
-  void compact_chunk(uint64_t horizon_ns) { compact_chunk(horizon_ns, 0); }
+  // Moves the backlog's next chunk (chunk_calls, twice that while more than two chunks wait) into the analysis and
+  // advances it. `horizon_ns`: everything that ended before it has been added (calls and activity records); the
+  // backlog's next call bounds it further. `to_horizon`: no further than `horizon_ns` when calls before it wait (the
+  // pace says when: AnalyzerPace::Look::to_horizon).
+  void compact_chunk(uint64_t horizon_ns, bool to_horizon = false) { take_chunk(horizon_ns, 0, to_horizon); }
   // Calls the capture shed before they reached us (its per-thread limit): counted like those shed here; `lost` of
   // them were not ordinary (AtThread::Lose): the log is then incomplete.
   void count_shed(uint64_t calls, uint64_t lost = 0);
-  // Analyzes the backlog and `calls` and `ops` (the rest: what the threads and CUPTI still held), a chunk of at most
-  // chunk_calls / 2 at a time, and judges everything. run.unanalyzed_calls says how many were shed, run.complete whether
+  // Analyzes the backlog and `calls` and `ops` (the rest: what the threads and CUPTI still held), half a chunk at a
+  // time (chunk_calls / 2, at least 1), and judges everything. run.unanalyzed_calls says how many were shed, run.complete whether
   // calls were lost.
   StreamingAnalysis::Result finish(CallVector calls, OpVector ops, std::vector<Mark> marks);
 
@@ -198,7 +199,7 @@ class AnalysisFeed {
   void remember_launches(std::span<const ApiCall> calls);
   OpVector take_ops_before(uint64_t next_ns);  // under mu_
   // compact_chunk with chunks of at most `most` calls (0: as above).
-  void compact_chunk(uint64_t horizon_ns, size_t most);
+  void take_chunk(uint64_t horizon_ns, size_t most, bool to_horizon);
 
   // Work CUPTI delivered untimed (start and end 0: cupti/activity.cpp): sorted by start it would go into the
   // analysis' window ahead of the call that enqueued it, be dropped there as nobody's work, and that call would then

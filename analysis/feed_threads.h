@@ -125,7 +125,7 @@ inline void analyze_loop(FeedThreads& t, AnalysisFeed& feed, AnalyzerPace pace, 
     const uint64_t horizon = t.horizon_ns.load(std::memory_order_acquire);
     const AnalyzerPace::Look look = pace.look(
         horizon, feed.backlog_size(), [&] { return feed.backlog_front_ns(); }, PaceClock::now());
-    if (look.chunk) feed.compact_chunk(horizon);
+    if (look.chunk) feed.compact_chunk(horizon, look.to_horizon);
     if (pace.trim(look.drained, PaceClock::now())) {  // drained after falling behind: what it held goes back
       malloc_trim(0);
       event_memory::release_cache();

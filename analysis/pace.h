@@ -93,6 +93,10 @@ class AnalyzerPace {
   struct Look {
     bool chunk = false;    // take a chunk, up to the horizon
     bool drained = false;  // nothing to analyze until the next round: wait for one
+    // The chunk stops at the horizon (AnalysisFeed::compact_chunk): what started after it waits in the backlog for
+    // the next round. Only where the next look would wait (drained, below): without a period, or past behind_at, the
+    // next look takes the rest at once, and a chunk cut there would be one more step to the same horizon.
+    bool to_horizon = false;
   };
   // What to do, seeing the published horizon, the backlog's size and the start of its first call (read only when
   // asked: `front_ns()`, a lock of the feed's). A chunk it asks for is taken before the next look.
@@ -103,8 +107,11 @@ class AnalyzerPace {
     // where every chunk would judge it again until the records it waits for come; drained as far as it can be.
     // Not past behind_at: a horizon held back by a call in flight (or a thread we could not lock) must not make
     // the backlog shed, so the chunks go on into the analysis, as without a period.
-    const bool drained = backlog == 0 || (flush_period_ns_ != 0 && backlog <= behind_at_ && front_ns() >= horizon_ns);
-    return decide(horizon_ns, backlog, drained, now);
+    const bool waits = flush_period_ns_ != 0 && backlog <= behind_at_;
+    const bool drained = backlog == 0 || (waits && front_ns() >= horizon_ns);
+    Look l = decide(horizon_ns, backlog, drained, now);
+    l.to_horizon = waits;
+    return l;
   }
   // Whether to give the heap back now (after the look's chunk, if any).
   bool trim(bool drained, PaceClock::time_point now);

@@ -82,6 +82,7 @@ TEST_F(AnalyzerPaceTest, WithoutAPeriodEveryCallWaitingIsAChunk) {
   const AnalyzerPace::Look a = p.look(1000, 1, unread(), at(1));
   EXPECT_TRUE(a.chunk);
   EXPECT_FALSE(a.drained);
+  EXPECT_FALSE(a.to_horizon);  // the next look would take the rest at once: one step, not two
   p.round_seen(at(1));
   const AnalyzerPace::Look b = p.look(1000, 0, unread(), at(2));
   EXPECT_FALSE(b.chunk);
@@ -93,7 +94,8 @@ TEST_F(AnalyzerPaceTest, WithoutAPeriodEveryCallWaitingIsAChunk) {
 TEST_F(AnalyzerPaceTest, WithAPeriodCallsAfterTheHorizonWaitInTheBacklog) {
   AnalyzerPace p(kPeriod, kRound, kMaxBacklog, t0);
   const AnalyzerPace::Look before = p.look(1000, 500, front(999), at(1));
-  EXPECT_TRUE(before.chunk);  // its first call started before the horizon
+  EXPECT_TRUE(before.chunk);       // its first call started before the horizon
+  EXPECT_TRUE(before.to_horizon);  // and the chunk stops there: the rest waits for the next round
   const AnalyzerPace::Look after = p.look(1000, 500, front(1000), at(2));
   EXPECT_FALSE(after.chunk);
   EXPECT_TRUE(after.drained);
@@ -108,6 +110,7 @@ TEST_F(AnalyzerPaceTest, WithAPeriodPastBehindTheChunksGoOnPastTheHorizon) {
   const AnalyzerPace::Look l = p.look(1000, behind + 1, unread(), at(2));
   EXPECT_TRUE(l.chunk);
   EXPECT_FALSE(l.drained);
+  EXPECT_FALSE(l.to_horizon);
 }
 
 // The last chunk may have gone in with the round before's horizon: once no round came for kQuiet, the analysis

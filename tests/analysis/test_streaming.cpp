@@ -753,10 +753,10 @@ TEST(AnalysisFeed, BehindTheWindowHoldsOnlyTheWorkOfItsOwnCalls) {
   EXPECT_LT(st.peak_window_calls, 2'000u);
 }
 
-// Calls that started after the horizon wait in the backlog, not in the window: a chunk stops at the horizon when calls
-// before it wait. Taken whole (here 16k calls, the chunk), they waited in the window, each with its per-call state,
-// for the records that held the horizon back, and every step looked at them again. With no call before the horizon,
-// a chunk goes past it (the pace asks for one only when the backlog may not wait: pace.h).
+// Calls that started after the horizon wait in the backlog, not in the window: asked to (the pace does with a flush
+// period, not behind: pace.h), a chunk stops at the horizon when calls before it wait. Taken whole (here 16k calls,
+// the chunk), they waited in the window, each with its per-call state, for the records that held the horizon back,
+// and every step looked at them again. With no call before the horizon, a whole chunk; not asked, a whole chunk.
 TEST(AnalysisFeed, AChunkStopsAtTheHorizon) {
   Builder b = ordinary_run(20'000);
   const std::string expected = json_of(b.log);
@@ -765,18 +765,23 @@ TEST(AnalysisFeed, AChunkStopsAtTheHorizon) {
   AnalysisFeed feed(compact_options(b.log, 100 * kUs), b.log.run.env, 16 * 1024);
   feed.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time, rounds[0].horizon);
   const uint64_t horizon = b.log.calls[2'000].start_ns;  // in log order: 2,000 calls start before it
-  feed.compact_chunk(horizon);
+  feed.compact_chunk(horizon, /*to_horizon=*/true);
   EXPECT_EQ(feed.backlog_size(), total - 2'000);
   EXPECT_EQ(feed.backlog_front_ns(), horizon);
-  EXPECT_LE(feed.stats().kept_calls, 2'000u);
-  feed.compact_chunk(horizon);  // none before it now: a whole chunk
+  feed.compact_chunk(horizon, true);  // none before it now: a whole chunk
   EXPECT_EQ(feed.backlog_size(), total - 2'000 - 16 * 1024);
   EXPECT_EQ(json_of(taken(feed, b.log, nullptr)), expected);
+
+  AnalysisFeed not_asked(compact_options(b.log, 100 * kUs), b.log.run.env, 16 * 1024);
+  not_asked.add(rounds[0].calls, rounds[0].ops, {}, rounds[0].time, rounds[0].horizon);
+  not_asked.compact_chunk(horizon);
+  EXPECT_EQ(not_asked.backlog_size(), total - 16 * 1024);
 }
 
 // What the run left in the backlog (every call waiting for a record that came late, and came only with the exit's
-// flush) goes into the analysis at the end a chunk at a time, as during the run: given whole, it went into the window
-// at once, with its per-call state and one step's index over all of it, and was a flood's peak memory.
+// flush) goes into the analysis at the end half a chunk at a time: given whole, it went into the window at once, with
+// its per-call state and one step's index over all of it, and was a flood's peak memory; in whole chunks (twice
+// chunk_calls while more than two waited) it still was, offline.
 TEST(AnalysisFeed, AtTheEndTheBacklogGoesInChunksAndReportsTheSame) {
   Builder b = ordinary_run(20'000);
   const std::string expected = json_of(b.log);
@@ -787,7 +792,7 @@ TEST(AnalysisFeed, AtTheEndTheBacklogGoesInChunksAndReportsTheSame) {
   FeedStats st;
   const EventLog out = taken(feed, b.log, &st);
   EXPECT_EQ(json_of(out), expected);
-  EXPECT_GE(st.chunks, 20'000u / 256 - 1);  // half a chunk at a time: the end's window holds no more
+  EXPECT_GE(st.chunks, 20'000u / 256 - 1);  // half a chunk (256 of 512) at a time
   EXPECT_LE(st.largest_chunk, 256u);
   EXPECT_LT(st.peak_window_calls, 2'000u);
 

@@ -17,6 +17,10 @@
 //   once; flushes are forced when the capture forces them (flush_period's default).
 //   The collecting and the analyzing thread run the capture's loops (analysis/feed_threads.h), its round taken as
 //   interpose/analysis_thread.cpp takes one, from these threads and this GPU.
+// FLOOD_FEED_TRACE=DIR in the environment: the analysis also draws the Chrome trace as `--trace` does
+//   (report/trace_stream.h, its events into a temporary file in DIR), to measure what drawing costs the analysis thread
+//   (chunks_s) and whether the flood then sheds; the final trace is not written, and every call is labelled as the
+//   first API (the calls have no names of their own here).
 // Prints one RESULT line: the program's seconds and the analysis' (chunks_s, and adding_s for the rounds), the calls
 // shed, the backlog's and the window's peaks, rss_added_kb (the process' peak resident memory, VmHWM, over what it
 // was as the threads started) and, sampled every 5 ms, where the memory was at its largest: malloc's arenas in use
@@ -46,6 +50,7 @@
 #include "analysis/pace.h"
 #include "options/options.h"
 #include "analysis/event_memory.h"
+#include "report/trace_stream.h"
 
 using namespace asynccheck;
 using asynccheck::bench::rss_kb;
@@ -288,6 +293,17 @@ int main(int argc, char** argv) {
   StreamingOptions options;
   options.margin_ns = kMarginNs;
   AnalysisFeed feed(options, rules::Environment{}, kChunkCalls, kMaxBacklog);
+  // FLOOD_FEED_TRACE (above): drawn as the run goes, never written whole.
+  report::TraceStream trace;
+  if (const char* dir = std::getenv("FLOOD_FEED_TRACE")) {
+    std::string error;
+    if (!trace.open(std::string(dir) + "/flood_feed.trace.events", {"cudaLaunchKernel"}, error)) {
+      std::fprintf(stderr, "flood_feed: FLOOD_FEED_TRACE: %s\n", error.c_str());
+      return 2;
+    }
+    feed.set_sink(&trace);
+    feed.set_release_sink(&trace);
+  }
   Shared s;
   s.feed = &feed;
   for (uint32_t t = 0; t < threads; ++t) s.logs.push_back(std::make_unique<ThreadLog>());

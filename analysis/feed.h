@@ -141,8 +141,8 @@ class AnalysisFeed {
   // them were not ordinary (AtThread::Lose): the log is then incomplete.
   void count_shed(uint64_t calls, uint64_t lost = 0);
   // Analyzes the backlog and `calls` and `ops` (the rest: what the threads and CUPTI still held), half a chunk at a
-  // time (chunk_calls / 2, at least 1), and judges everything. run.unanalyzed_calls says how many were shed, run.complete whether
-  // calls were lost.
+  // time (chunk_calls / 2, at least 1), and judges everything. run.unanalyzed_calls says how many were shed,
+  // run.complete whether calls were lost.
   StreamingAnalysis::Result finish(CallVector calls, OpVector ops, std::vector<Mark> marks);
 
   FeedStats stats() const;

@@ -288,7 +288,7 @@ class Judge {
     const std::vector<size_t>& by_end = idx_->ops_by_end();
     auto first = std::upper_bound(by_end.begin(), by_end.end(), c.start_ns,
                                   [&](uint64_t t, size_t oi) { return t < log_.ops[oi].end_ns; });
-    int64_t other = -1;
+    int64_t other = -1, other_by_return = -1;
     if (waited_for_scope && s.kind != WaitScope::None) {
       for (auto it = first; it != by_end.end() && log_.ops[*it].end_ns <= hi; ++it) {
         const size_t oi = *it;
@@ -297,8 +297,14 @@ class Judge {
         if (other >= 0 && op.end_ns == log_.ops[static_cast<size_t>(other)].end_ns) continue;  // ties: the first
         if (idx_->enqueue_ns[oi] > s.enqueued_by || !in_scope(ci, s, oi, false)) continue;
         other = static_cast<int64_t>(oi);
+        if (op.end_ns <= c.end_ns && op.end_ns + opt_.gpu_gap_ns >= c.end_ns) other_by_return = other;
       }
     }
+    // A call no rule says waits may have waited for part of its scope only (a launch on a full queue waits for one
+    // slot): of two pieces of work that ended within the clock skew allowed around its return, the one that ended
+    // by the return let it go, and the other was still running behind it. Work that ended earlier than the skew
+    // allowed is no such witness: it would turn the time since into the call's own cost.
+    if (!predicted(ci).may_hold_host() && other_by_return >= 0) other = other_by_return;
     if (other >= 0 && (best < 0 || effective_end(log_.ops[static_cast<size_t>(other)]) >
                                        effective_end(log_.ops[static_cast<size_t>(best)]))) {
       best = other;

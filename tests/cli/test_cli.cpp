@@ -326,7 +326,9 @@ TEST_F(Cli, ARecordingSavedAsTheRunWentIsAnalyzedInItsSteps) {
 
 // A real run's recording, saved as it went on the GPU machine (samples/traps stream_sync_after_launches 6000, rounds
 // of 1024 calls: its two steps), with the report the run itself wrote: analyzed here, in its steps, the same JSON
-// and the same summary (but for the library's own exit lines: its stats and CUPTI's untimed work).
+// and the same summary (but for the library's own exit lines: its stats and CUPTI's untimed work). The report is the
+// run's but for its launches held by a full queue, whose evidence was re-derived when it changed on purpose
+// (2026-11-28: the kernel that ended by their return, not the next one).
 TEST_F(Cli, ARealRunsRecordingReportsOfflineWhatTheRunReported) {
   const fs::path runs = kSource / "tests/fixtures/runs";
   const std::string rec = slurp(runs / "traps_steps.rec");

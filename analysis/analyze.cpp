@@ -288,23 +288,33 @@ class Judge {
     const std::vector<size_t>& by_end = idx_->ops_by_end();
     auto first = std::upper_bound(by_end.begin(), by_end.end(), c.start_ns,
                                   [&](uint64_t t, size_t oi) { return t < log_.ops[oi].end_ns; });
-    int64_t other = -1, other_by_return = -1;
+    // A call no rule says waits may have waited for part of its scope only (a launch on a full queue waits for one
+    // slot): of the work that ended within the clock skew allowed around its return, what ended by the return let it
+    // go, in its own stream first, and what ended after was still running behind it. Work that ended earlier than the
+    // skew allows is no such witness: it would turn the time since into the call's own cost.
+    const bool partial = !predicted(ci).may_hold_host();
+    const uint32_t own_stream = st(ci).own_stream;
+    int64_t other = -1, by_return = -1, by_return_own = -1;
     if (waited_for_scope && s.kind != WaitScope::None) {
       for (auto it = first; it != by_end.end() && log_.ops[*it].end_ns <= hi; ++it) {
         const size_t oi = *it;
         const GpuOp& op = log_.ops[oi];
         if (op.start_ns == 0 || is_own(op, c)) continue;  // untimed work proves nothing; own work: above
+        if (op.start_ns >= c.end_ns) continue;            // began after the call returned: it let nothing go
         if (other >= 0 && op.end_ns == log_.ops[static_cast<size_t>(other)].end_ns) continue;  // ties: the first
         if (idx_->enqueue_ns[oi] > s.enqueued_by || !in_scope(ci, s, oi, false)) continue;
         other = static_cast<int64_t>(oi);
-        if (op.end_ns <= c.end_ns && op.end_ns + opt_.gpu_gap_ns >= c.end_ns) other_by_return = other;
+        if (partial && op.end_ns <= c.end_ns && op.end_ns + opt_.gpu_gap_ns >= c.end_ns) {
+          by_return = other;
+          if (op.stream_id == own_stream) by_return_own = other;
+        }
       }
     }
-    // A call no rule says waits may have waited for part of its scope only (a launch on a full queue waits for one
-    // slot): of two pieces of work that ended within the clock skew allowed around its return, the one that ended
-    // by the return let it go, and the other was still running behind it. Work that ended earlier than the skew
-    // allowed is no such witness: it would turn the time since into the call's own cost.
-    if (!predicted(ci).may_hold_host() && other_by_return >= 0) other = other_by_return;
+    if (by_return_own >= 0) {
+      other = by_return_own;
+    } else if (by_return >= 0) {
+      other = by_return;
+    }
     if (other >= 0 && (best < 0 || effective_end(log_.ops[static_cast<size_t>(other)]) >
                                        effective_end(log_.ops[static_cast<size_t>(best)]))) {
       best = other;

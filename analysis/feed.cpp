@@ -257,13 +257,17 @@ void AnalysisFeed::add(CallVector calls, OpVector ops, std::vector<Mark> marks, 
   // step in progress whenever some work came untimed (CUPTI's device buffers used up in a flood: just when it must
   // keep up).
   for (auto& [op, rounds] : untimed_) ++rounds;
+  take_in(std::move(calls), std::move(ops), std::move(untimed), std::move(marks));
+  stats_.peak_backlog = std::max<uint64_t>(stats_.peak_backlog, backlog_calls_.size());
+  shed();
+  stats_.add_ns += elapsed_ns(t0);
+}
+
+void AnalysisFeed::take_in(CallVector calls, OpVector ops, OpVector untimed, std::vector<Mark> marks) {
   for (GpuOp& op : untimed) untimed_.emplace_back(std::move(op), 0);
   take_marks(std::move(marks));
   merge_into(backlog_calls_, std::move(calls), InLogOrder{});
   merge_into(backlog_ops_, std::move(ops), InLogOrder{});
-  stats_.peak_backlog = std::max<uint64_t>(stats_.peak_backlog, backlog_calls_.size());
-  shed();
-  stats_.add_ns += elapsed_ns(t0);
 }
 
 uint64_t AnalysisFeed::records_before(uint64_t flushed_ns, uint64_t forced_ns) {
@@ -426,10 +430,7 @@ StreamingAnalysis::Result AnalysisFeed::finish(CallVector calls, OpVector ops, s
   {
     OpVector untimed = take_untimed(ops);  // as add(): sorted first, it would all go with the first chunk
     std::lock_guard lock(mu_);
-    for (GpuOp& op : untimed) untimed_.emplace_back(std::move(op), 0);
-    merge_into(backlog_calls_, std::move(calls), InLogOrder{});
-    merge_into(backlog_ops_, std::move(ops), InLogOrder{});
-    take_marks(std::move(marks));
+    take_in(std::move(calls), std::move(ops), std::move(untimed), std::move(marks));
   }
   {
     std::lock_guard alock(analysis_mu_);

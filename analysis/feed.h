@@ -179,6 +179,8 @@ class AnalysisFeed {
   uint64_t unanalyzed_calls_ = 0, unanalyzed_ops_ = 0;
   void hand_over_counts();                   // both locks held
   void take_marks(std::vector<Mark> marks);  // under mu_
+  // A batch into the backlog (add() and finish()), its untimed work aside (untimed_), under mu_.
+  void take_in(CallVector calls, OpVector ops, OpVector untimed, std::vector<Mark> marks);
   // Bounded memory when the program makes calls faster than one thread can analyze them (many threads launching
   // flat out): the oldest half of the backlog loses its sheddable() calls, which are counted (carried.calls and
   // run.unanalyzed_calls) but not analyzed. What may change: evidence that would have named a shed call's work by

@@ -99,18 +99,33 @@ TEST_F(CudaExitPaths, CrashesAndUnderscoreExitAfterCudaCalls) {
   }
 }
 
+// The program's own race: main's next CUDA call may fail with "driver shutting down" once exit(8) has torn the
+// runtime down, and main then calls exit(70) while exit(8) is under way; glibc ends the process with whichever status
+// reaches the system first. Bare, it ends with 70 in about 1 run of 40 (docs/robustness.md), so a run that ends
+// with 70 saying why is the program's outcome, not ours; every run ending with 70 would be ours.
+bool ends_as_the_program_may(const Result& r) {
+  const std::string status = describe(r.status);
+  return status == "exit code 8" ||
+         (status == "exit code 70" && r.err.find(": driver shutting down") != std::string::npos);
+}
+
 TEST_F(CudaExitPaths, ExitFromAThreadWhileAnotherMakesCudaCalls) {
   const Result b = bare("thread-exit");
-  if (describe(b.status) != "exit code 8") {
-    GTEST_SKIP() << "the program itself does not survive exit() racing its CUDA calls here: " << describe(b.status);
+  if (!ends_as_the_program_may(b)) {
+    GTEST_SKIP() << "the program itself does not survive exit() racing its CUDA calls here: " << describe(b.status)
+                 << "\n"
+                 << b.err;
   }
+  int exited_8 = 0;
   for (int k = 0; k < 5; ++k) {  // a race: a few times
     SCOPED_TRACE(k);
     empty("reports");
     const Result p = preloaded("thread-exit");
-    EXPECT_EQ(describe(p.status), "exit code 8") << p.err;
+    EXPECT_TRUE(ends_as_the_program_may(p)) << describe(p.status) << "\n" << p.err;
+    exited_8 += describe(p.status) == "exit code 8";
     expect_report(p, "exit", std::nullopt);  // complete or not, depending on whether a call was in flight
   }
+  EXPECT_GT(exited_8, 0) << "every run ended with the racing caller's status";
 }
 
 TEST_F(CudaExitPaths, ForkedChildAfterCudaInitDoesNotReport) {

@@ -224,11 +224,20 @@ std::string end_text(EndKind kind, int sig) {
   return "exit";
 }
 
+// The process's peak resident memory in KiB (getrusage: async-signal-safe).
+long peak_rss_kb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+// The peak as the end began (emit_report, before capture::finish): the stats line tells the run's peak from the
+// end's, whose flush and last chunks can make their own.
+long g_peak_rss_kb_at_end = 0;
+
 // The `stats` option's line: how the streaming analysis kept up (capture.h Stats) and the process's peak memory.
 std::string stats_line(const EventLog& log) {
   const capture::Stats st = capture::stats();
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
   std::ostringstream o;
   using report::counted;
   const event_memory::Stats em = event_memory::stats();
@@ -252,7 +261,8 @@ std::string stats_line(const EventLog& log) {
     << counted(cupti::untimed_records(), "GPU operation") << " untimed; event memory "
     << em.mapped_bytes / (1024 * 1024) << " MiB mapped (" << em.cached_bytes / (1024 * 1024) << " MiB cached, at most "
     << em.peak_mapped_bytes / (1024 * 1024) << " MiB mapped at once), " << em.maps << " mappings made, " << em.reuses
-    << " reused; peak RSS of the process " << ru.ru_maxrss / 1024 << " MiB";
+    << " reused; peak RSS of the process " << peak_rss_kb() / 1024 << " MiB (" << g_peak_rss_kb_at_end / 1024
+    << " MiB as the end began)";
   return o.str();
 }
 
@@ -274,6 +284,7 @@ enum class Wrote { Report, Nothing, Failed };
 
 // The report itself (not async-signal-safe): on the exiting thread at exit, on the reporter thread otherwise.
 Wrote emit_report(EndKind kind, int sig) {
+  g_peak_rss_kb_at_end = peak_rss_kb();
   StreamingAnalysis::Result result = g_capturing ? capture::finish() : StreamingAnalysis::Result{};
   EventLog& log = result.log;
   // A helper process: nothing to say (lineage.h).

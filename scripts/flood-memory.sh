@@ -8,7 +8,8 @@
 # Prints one line a run: `FLOOD name=... round=... peak_kb=... shed=... ns_per_call=...`: the peak is the program's
 # own (getrusage of the child once it has exited: the exit's analysis included), `shed` the calls the library's stats
 # line says it shed (- for bare and the floor), the program's page faults per 1000 calls, and under the library its
-# backlog and window peaks (calls; the window's GPU work too), its rounds (how far apart at most, how many flushed
+# backlog and window peaks (calls; the window's GPU work too), its own peak as the end began (peak_at_end_mib: the
+# peak is the end's where peak_kb is above it), its rounds (how far apart at most, how many flushed
 # CUPTI by force and how many without forcing it) and their time flushing CUPTI. A library that is missing, a run
 # under one whose monitoring was off (require_monitoring=1: a bad option, no driver, another CUPTI client) or that
 # printed no stats line stops the script with the run's output. LIBRARY paths may not hold '@'.
@@ -63,6 +64,7 @@ run() {  # run NAME [PRELOAD [OPTIONS]]
   shed=$(sed -n 's/.* \([0-9]*\) calls\{0,1\} shed at the compact_backlog limit.*/\1/p' "$log")
   if [ "$name" != bare ] && [ "$name" != floor ]; then
     parts=" backlog_peak=$(sed -n 's/.*backlog peak \([0-9]*\) call.*/\1/p' "$log") window_peak=$(sed -n 's/.*window peak \([0-9]*\) call.*/\1/p' "$log") window_ops_peak=$(sed -n 's/.*window peak [0-9]* calls\{0,1\} and \([0-9]*\) operation.*/\1/p' "$log")"
+    parts+=" peak_at_end_mib=$(sed -n 's/.* (\([0-9]*\) MiB as the end began).*/\1/p' "$log")"
     parts+=" rounds=$(sed -n 's/.* \([0-9]*\) rounds\{0,1\} (.*/\1/p' "$log") flush_ms=$(sed -n 's/.*rounds besides: \([0-9.]*\) ms flushing.*/\1/p' "$log") round_gap_ms=$(sed -n 's/.*at most \([0-9.]*\) ms apart.*/\1/p' "$log") forced_flushes=$(sed -n 's/.* rounds\{0,1\} (\([0-9]*\) with a forced flush.*/\1/p' "$log") ordinary_flushes=$(sed -n 's/.* \([0-9]*\) with an ordinary one.*/\1/p' "$log")"
   fi
   if [ -n "$sampler" ]; then

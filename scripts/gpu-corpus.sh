@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs a corpus of programs no one here wrote (corpus/: six NVIDIA cuda-samples, small PyTorch and CuPy scripts of
+# Runs a corpus of programs no one here wrote (corpus/: nine NVIDIA cuda-samples, small PyTorch and CuPy scripts of
 # the kinds people write) and the traps sample (samples/traps, one run per mode), each bare and under asynccheck,
 # on a machine with a GPU. scripts/corpus-compare.py OUTDIR then tabulates the reported sites beside the programs'
 # own clocks (CLOCK lines).
@@ -28,14 +28,17 @@ fail() {
 
 # (1) Build.
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-samples="simpleStreams asyncAPI simpleCudaGraphs UnifiedMemoryStreams simpleMultiCopy simpleZeroCopy"
-build_one() {  # build_one NAME: BUILD_DIR/corpus/NAME from corpus/cuda-samples/NAME/NAME.cu
+samples="simpleStreams asyncAPI simpleCudaGraphs UnifiedMemoryStreams simpleMultiCopy simpleZeroCopy simpleHyperQ
+  simpleCallback StreamPriorities"
+build_one() {  # build_one NAME: BUILD_DIR/corpus/NAME from corpus/cuda-samples/NAME/NAME.cu (and its .cpp files)
   local name=$1 extra=()
-  local source=$src/corpus/cuda-samples/$name/$name.cu
+  local dir=$src/corpus/cuda-samples/$name
+  local source=$dir/$name.cu
   local sum
-  sum=$(cat "$source" "$src"/corpus/cuda-samples/Common/*.h | sha256sum | cut -d' ' -f1)
+  sum=$(cat "$dir"/* "$src"/corpus/cuda-samples/Common/*.h | sha256sum | cut -d' ' -f1)
   if [ -x "$bin/$name" ] && [ "$(cat "$bin/$name.sha256" 2>/dev/null)" = "$sum" ]; then return 0; fi
-  [ "$name" = UnifiedMemoryStreams ] && extra=(-Xcompiler -fopenmp -lcublas -lgomp)
+  for cpp in "$dir"/*.cpp; do [ -e "$cpp" ] && extra+=("$cpp"); done
+  [ "$name" = UnifiedMemoryStreams ] && extra+=(-Xcompiler -fopenmp -lcublas -lgomp)
   rm -f "$bin/$name.sha256"
   "$nvcc" -O2 -g -arch=sm_90 -I"$src/corpus/cuda-samples/Common" -o "$bin/$name" "$source" "${extra[@]}" \
     >"$bin/$name.build.log" 2>&1 && echo "$sum" >"$bin/$name.sha256"
@@ -104,6 +107,9 @@ run_one simpleCudaGraphs "$cs" "$bin/simpleCudaGraphs"
 run_one UnifiedMemoryStreams "$cs" "$bin/UnifiedMemoryStreams"
 run_one simpleMultiCopy "$cs" "$bin/simpleMultiCopy"
 run_one simpleZeroCopy "$cs" "$bin/simpleZeroCopy"
+run_one simpleHyperQ "$cs" "$bin/simpleHyperQ"
+run_one simpleCallback "$cs" "$bin/simpleCallback"
+run_one StreamPriorities "$cs" "$bin/StreamPriorities"
 
 py=$src/corpus/python
 for script in transformer_train empty_cache_after_gemm cupy_streams inference_timing; do

@@ -20,6 +20,9 @@ namespace {
 
 // Special stream handles and flags: analysis/events.h.
 constexpr uint32_t kBlockingSyncFlag = 0x1;  // cudaEventBlockingSync == CU_EVENT_BLOCKING_SYNC
+// How far back through earlier work of its own stream a call's late transfer is followed to the work of another
+// stream that held it: a bound on a queue of many small kernels, each found by a search.
+constexpr int kMaxLinks = 64;
 
 bool is_own(const GpuOp& op, const ApiCall& c) {
   return op.correlation_id == c.correlation_id ||
@@ -130,6 +133,32 @@ class Judge {
   // The op in `self`'s stream that ended last at or before `self` started (the first in start order among equal
   // ends), -1 if none.
   int64_t previous_in_stream(size_t self) const { return idx_->previous(self); }
+
+  // What op `oi` waited for when it started late: of the work it had to follow, what ended last, within the clock
+  // skew allowed, before it began: the previous op in its stream, or work of the other side across the legacy
+  // default stream and blocking streams (each waits for the other's work enqueued before it). -1 if none.
+  int64_t released_by(size_t oi) const {
+    const GpuOp& op = log_.ops[oi];
+    int64_t best = -1;
+    const int64_t prev = previous_in_stream(oi);
+    if (prev >= 0 && log_.ops[static_cast<size_t>(prev)].end_ns + opt_.gpu_gap_ns >= op.start_ns) best = prev;
+    const StreamKind kind = idx_->op_stream_kind[oi];
+    const bool legacy = kind == StreamKind::LegacyDefault;
+    if ((!legacy && !blocking_kind(kind)) || idx_->enqueue_ns[oi] == 0) return best;
+    const std::vector<size_t>& by_end = idx_->ops_by_end();
+    const uint64_t from = op.start_ns > opt_.gpu_gap_ns ? op.start_ns - opt_.gpu_gap_ns : 0;
+    auto it = std::lower_bound(by_end.begin(), by_end.end(), from,
+                               [&](size_t x, uint64_t t) { return log_.ops[x].end_ns < t; });
+    for (; it != by_end.end() && log_.ops[*it].end_ns <= op.start_ns; ++it) {
+      const GpuOp& x = log_.ops[*it];
+      const StreamKind xk = idx_->op_stream_kind[*it];
+      if (*it == oi || x.start_ns == 0 || x.stream_id == op.stream_id) continue;
+      if (legacy ? !blocking_kind(xk) : xk != StreamKind::LegacyDefault) continue;
+      if (idx_->enqueue_ns[*it] == 0 || idx_->enqueue_ns[*it] > idx_->enqueue_ns[oi]) continue;  // enqueued after
+      if (best < 0 || x.end_ns > log_.ops[static_cast<size_t>(best)].end_ns) best = static_cast<int64_t>(*it);
+    }
+    return best;
+  }
 
   // What call `ci` can wait for (analyze.h: WaitScope), from its documented behaviour.
   struct Scope {
@@ -330,12 +359,21 @@ class Judge {
     const uint32_t own = s.anchor->stream_id;
     if (is_own(op, c)) {
       ev.by = ReleasedBy::OwnWork;
-      // Did its own work have to wait for earlier work in the stream before it could start?
+      // Did its own work have to wait for other work before it could start: earlier work in its stream, or work
+      // across the legacy default stream and blocking streams? Earlier work in its stream that itself waited for
+      // such work gives way to it: that work held the call (a copy on the legacy stream behind a kernel that waited
+      // for every blocking stream waited for them, not for the kernel).
       if (op.start_ns > c.start_ns + opt_.gpu_gap_ns) {
-        int64_t prev = previous_in_stream(static_cast<size_t>(best));
-        if (prev >= 0 && log_.ops[static_cast<size_t>(prev)].end_ns + opt_.gpu_gap_ns >= op.start_ns &&
-            log_.ops[static_cast<size_t>(prev)].end_ns > c.start_ns) {
+        int64_t prev = released_by(static_cast<size_t>(best));
+        if (prev >= 0 && log_.ops[static_cast<size_t>(prev)].end_ns > c.start_ns) {
           ev.behind_op = prev;
+          for (int links = 0; links < kMaxLinks; ++links) {
+            const GpuOp& link = log_.ops[static_cast<size_t>(prev)];
+            if (link.stream_id != op.stream_id || link.start_ns <= c.start_ns + opt_.gpu_gap_ns) break;
+            prev = released_by(static_cast<size_t>(prev));
+            if (prev < 0 || log_.ops[static_cast<size_t>(prev)].end_ns <= c.start_ns) break;
+            if (log_.ops[static_cast<size_t>(prev)].stream_id != op.stream_id) ev.behind_op = prev;
+          }
         }
         // Nothing held it back: the time before its transfer began was the call's own (setting the copy up,
         // staging its first chunk), and only the transfer is waited for.

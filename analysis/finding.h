@@ -37,9 +37,12 @@ enum class ReleasedBy : uint8_t {
 
 struct Evidence {
   ReleasedBy by = ReleasedBy::NothingOnGpu;
-  int64_t op = -1;         // index into EventLog::ops of the last awaited (or, GPU-side, delayed) work, -1 if none
-  int64_t gap_ns = 0;      // how long after that op ended the call returned (negative: before)
-  int64_t behind_op = -1;  // for own work: the op in the same stream it had to wait for, -1 if none
+  int64_t op = -1;     // index into EventLog::ops of the last awaited (or, GPU-side, delayed) work, -1 if none
+  int64_t gap_ns = 0;  // how long after that op ended the call returned (negative: before)
+  // For own work that started late: what it waited for first (analyze.cpp: released_by): earlier work in its stream,
+  // or work of a stream its stream waits for (the legacy default stream and blocking streams wait for each other),
+  // also when that held the earlier work of its stream back. -1 if none.
+  int64_t behind_op = -1;
   // Work in the call's scope that was in flight when it began and still running when it returned: proof that it
   // did not wait for its scope (a rule said it may; it did not). -1 if none.
   int64_t running_op = -1;

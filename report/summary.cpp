@@ -102,8 +102,13 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
   switch (e.by) {
     case ReleasedBy::OwnWork: {
       std::string s = waited + "its own " + op_text(*op) + ", which ended " + gap_text(e.gap_ns);
-      if (e.behind_op >= 0)
-        s += "; it first waited for " + op_text(log.ops[static_cast<size_t>(e.behind_op)]) + " in its stream";
+      if (e.behind_op >= 0) {
+        const GpuOp& behind = log.ops[static_cast<size_t>(e.behind_op)];
+        s += "; it first waited for " + op_text(behind) +
+             (behind.stream_id == op->stream_id ? " in its stream"
+                                                : ", work its stream waits for (the legacy default stream and blocking "
+                                                  "streams wait for each other's)");
+      }
       return s + then_own();
     }
     case ReleasedBy::EarlierWorkSameStream:

@@ -403,6 +403,66 @@ TEST(Analyze, PerThreadDefaultStreamIsNotTheLegacyStream) {
   EXPECT_EQ(find(a, RuleId::LegacyStreamSerialization), nullptr);
 }
 
+// simpleHyperQ's end (corpus/cuda-samples): a kernel in a blocking stream (CUPTI stream 13, 20 ms), a kernel on the
+// legacy stream (7) that could only start when it ended, then a synchronous copy on the legacy stream. The copy's
+// transfer waited for the legacy kernel, which waited for the blocking stream's: the wait is named by that kernel,
+// not by the 1.5 us one of its own stream. With `legacy_kernel` false the copy follows the blocking kernel directly:
+// the time before its transfer was a wait for it too, not the call's own cost. `stream_flags` 1: a non-blocking
+// stream, which the legacy stream does not wait for.
+struct LegacyCopy {
+  Builder b;
+  size_t blocking_op = 0;
+};
+LegacyCopy legacy_copy(bool legacy_kernel, uint32_t stream_flags = 0) {
+  LegacyCopy x;
+  Builder& b = x.b;
+  const uint64_t s = 0x7000;
+  b.stream_create(s, stream_flags, 0);
+  b.call(ApiKind::KernelLaunch, 1000, 6000, s).function = 1;
+  x.blocking_op = b.op(GpuOpKind::Kernel, b.log.calls.back(), 10'000, 20 * kMs, 13);
+  const uint64_t ready = 20 * kMs + 3000;  // when the legacy stream's work could start
+  uint64_t copy_at = ready;
+  if (legacy_kernel) {
+    b.call(ApiKind::KernelLaunch, 7000, 12000, 0).function = 2;
+    b.op(GpuOpKind::Kernel, b.log.calls.back(), ready, ready + 1500, 7);
+    copy_at = ready + 1500 + 500;
+  }
+  b.copy(false, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pinned, 8, 13000, copy_at + 9000);
+  b.op(GpuOpKind::Memcpy, b.log.calls.back(), copy_at, copy_at + 2000, 7, 3, 2);
+  return x;
+}
+
+TEST(Analyze, ACopyBehindALegacyKernelNamesTheBlockingStreamWorkThatKernelWaitedFor) {
+  for (const bool legacy_kernel : {true, false}) {
+    SCOPED_TRACE(legacy_kernel);
+    LegacyCopy x = legacy_copy(legacy_kernel);
+    Analysis a = analyze(x.b.log, AnalysisOptions{});
+    const Finding* f = find(a, RuleId::CopySyncD2H);
+    ASSERT_NE(f, nullptr);
+    const ApiCall& c = x.b.log.calls[f->call];
+    const GpuOp& own = x.b.log.ops.back();
+    EXPECT_EQ(f->evidence.by, ReleasedBy::OwnWork);
+    EXPECT_EQ(f->evidence.behind_op, static_cast<int64_t>(x.blocking_op));
+    EXPECT_EQ(f->waited_ns, own.end_ns - c.start_ns);  // from its start: it waited all along
+    EXPECT_EQ(f->own_ns, c.end_ns - own.end_ns);
+  }
+}
+
+TEST(Analyze, ACopyOnTheLegacyStreamDoesNotWaitForANonBlockingStream) {
+  LegacyCopy x = legacy_copy(false, 1);
+  Analysis a = analyze(x.b.log, AnalysisOptions{});
+  const ApiCall& c = x.b.log.calls.back();
+  const GpuOp& own = x.b.log.ops.back();
+  // Only its transfer was a wait: the non-blocking stream's kernel ended just before it began by coincidence.
+  const Finding* any = nullptr;
+  for (const Finding& g : a.findings) {
+    if (&x.b.log.calls[g.call] == &c) any = &g;
+  }
+  ASSERT_NE(any, nullptr);  // 20 ms of its own: a cost finding
+  EXPECT_EQ(any->waited_ns, own.end_ns - own.start_ns);
+  EXPECT_LT(any->evidence.behind_op, 0);
+}
+
 TEST(Analyze, FreeOfStreamOrderedPointerIsNotPredictedToBlock) {
   Builder b;
   ApiCall& m = b.call(ApiKind::StreamOrderedAlloc, 0, 1000, 0x10);

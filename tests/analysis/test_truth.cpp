@@ -167,6 +167,16 @@ TEST(Truth, EveryFindingOfEveryRecordingRestsOnWhatItClaims) {
         EXPECT_FALSE(f.evidence.by == ReleasedBy::OwnWork && op.kind == GpuOpKind::Kernel) << what;
         EXPECT_FALSE(is_own_op(op, c) && op.kind == GpuOpKind::Kernel) << what;
       }
+      // (f) what its own transfer first waited for (a graph's earlier node, earlier work in its stream, work of a
+      // stream its stream waits for) ended inside the call, no later than the transfer began (within the clock skew
+      // allowed).
+      if (!gpu_side && f.evidence.behind_op >= 0) {
+        EXPECT_EQ(f.evidence.by, ReleasedBy::OwnWork) << what;
+        const GpuOp& behind = log.ops[static_cast<size_t>(f.evidence.behind_op)];
+        const GpuOp& own = log.ops[static_cast<size_t>(f.evidence.op)];
+        EXPECT_GT(behind.end_ns, c.start_ns) << what;
+        EXPECT_LE(behind.end_ns, own.start_ns + o.gpu_gap_ns) << what;
+      }
       // (e) what waited for nothing is never a warning or an error.
       if (f.level >= Level::Warning) {
         EXPECT_NE(f.evidence.by, ReleasedBy::NothingOnGpu) << what;

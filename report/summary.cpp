@@ -99,21 +99,25 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
            (e.scope == WaitScope::Device ? "the device" : "its stream");
   };
   const std::string waited = "waited " + format_duration(f.waited_ns) + " for ";
+  // Evidence::behind_op in another stream: the legacy default stream's rule is why that work came first.
+  const char* across_streams =
+      ", work its stream waits for (the legacy default stream and blocking streams wait for each other's)";
   switch (e.by) {
     case ReleasedBy::OwnWork: {
       std::string s = waited + "its own " + op_text(*op) + ", which ended " + gap_text(e.gap_ns);
       if (e.behind_op >= 0) {
         const GpuOp& behind = log.ops[static_cast<size_t>(e.behind_op)];
         s += "; it first waited for " + op_text(behind) +
-             (behind.stream_id == op->stream_id ? " in its stream"
-                                                : ", work its stream waits for (the legacy default stream and blocking "
-                                                  "streams wait for each other's)");
+             (behind.stream_id == op->stream_id ? " in its stream" : across_streams);
       }
       return s + then_own();
     }
-    case ReleasedBy::EarlierWorkSameStream:
-      return waited + "earlier work in its stream, " + op_text(*op) + ", which ended " + gap_text(e.gap_ns) +
-             then_own();
+    case ReleasedBy::EarlierWorkSameStream: {
+      std::string s = waited + "earlier work in its stream, " + op_text(*op) + ", which ended " + gap_text(e.gap_ns);
+      if (e.behind_op >= 0)
+        s += "; it began only after " + op_text(log.ops[static_cast<size_t>(e.behind_op)]) + across_streams;
+      return s + then_own();
+    }
     case ReleasedBy::OtherStreamWork:
       return waited + "work in another stream" +
              (e.scope == WaitScope::Device

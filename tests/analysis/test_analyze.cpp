@@ -413,7 +413,7 @@ struct LegacyCopy {
   Builder b;
   size_t blocking_op = 0;
 };
-LegacyCopy legacy_copy(bool legacy_kernel, uint32_t stream_flags = 0) {
+LegacyCopy legacy_copy(bool legacy_kernel, uint32_t stream_flags = 0, bool sync_instead = false) {
   LegacyCopy x;
   Builder& b = x.b;
   const uint64_t s = 0x7000;
@@ -427,9 +427,35 @@ LegacyCopy legacy_copy(bool legacy_kernel, uint32_t stream_flags = 0) {
     b.op(GpuOpKind::Kernel, b.log.calls.back(), ready, ready + 1500, 7);
     copy_at = ready + 1500 + 500;
   }
+  if (sync_instead) {  // cudaStreamSynchronize(0) where the copy was
+    b.call(ApiKind::StreamSynchronize, 13000, copy_at + 9000, 0);
+    return x;
+  }
   b.copy(false, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pinned, 8, 13000, copy_at + 9000);
   b.op(GpuOpKind::Memcpy, b.log.calls.back(), copy_at, copy_at + 2000, 7, 3, 2);
   return x;
+}
+
+// The same with cudaStreamSynchronize(0) after the legacy kernel: it waited for that kernel, which ended last, and
+// the evidence says what the kernel began only after.
+TEST(Analyze, AStreamSyncBehindALegacyKernelSaysWhatThatKernelWaitedFor) {
+  LegacyCopy x = legacy_copy(true, 0, true);
+  Analysis a = analyze(x.b.log, AnalysisOptions{});
+  const Finding* f = find(a, RuleId::StreamSynchronize);
+  ASSERT_NE(f, nullptr);
+  const ApiCall& c = x.b.log.calls[f->call];
+  ASSERT_GE(f->evidence.op, 0);
+  const GpuOp& sum = x.b.log.ops[static_cast<size_t>(f->evidence.op)];
+  EXPECT_EQ(sum.stream_id, 7u);  // the legacy kernel, which ended last
+  EXPECT_EQ(f->evidence.by, ReleasedBy::EarlierWorkSameStream);
+  EXPECT_EQ(f->evidence.behind_op, static_cast<int64_t>(x.blocking_op));
+  EXPECT_EQ(f->waited_ns, sum.end_ns - c.start_ns);
+  // On a non-blocking stream the legacy kernel waited for nothing there: no such claim.
+  LegacyCopy y = legacy_copy(true, 1, true);
+  Analysis b = analyze(y.b.log, AnalysisOptions{});
+  const Finding* g = find(b, RuleId::StreamSynchronize);
+  ASSERT_NE(g, nullptr);
+  EXPECT_LT(g->evidence.behind_op, 0);
 }
 
 TEST(Analyze, ACopyBehindALegacyKernelNamesTheBlockingStreamWorkThatKernelWaitedFor) {
@@ -461,6 +487,69 @@ TEST(Analyze, ACopyOnTheLegacyStreamDoesNotWaitForANonBlockingStream) {
   ASSERT_NE(any, nullptr);  // 20 ms of its own: a cost finding
   EXPECT_EQ(any->waited_ns, own.end_ns - own.start_ns);
   EXPECT_LT(any->evidence.behind_op, 0);
+}
+
+// The review's cases (82427dd). A copy on the legacy stream behind 30 ms of legacy kernels, the first of which
+// waited 50 us for a blocking stream's kernel: the copy waited for its stream's kernels, not for that kernel.
+TEST(Analyze, ACopyBehindItsStreamsLongQueueNamesItsStreamsWork) {
+  Builder b;
+  b.stream_create(0x7000, 0, 0);
+  b.call(ApiKind::KernelLaunch, 1000, 6000, 0x7000);
+  const size_t x = b.op(GpuOpKind::Kernel, b.log.calls.back(), 26 * kUs, 150 * kUs, 13);
+  size_t last = 0;
+  for (int k = 0; k < 3; ++k) {
+    b.call(ApiKind::KernelLaunch, 7000 + 1000 * k, 7500 + 1000 * k, 0);
+    last = b.op(GpuOpKind::Kernel, b.log.calls.back(), 150 * kUs + 10 * kMs * k, 150 * kUs + 10 * kMs * (k + 1), 7);
+  }
+  b.copy(false, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pinned, 8, 100 * kUs, 31 * kMs);
+  b.op(GpuOpKind::Memcpy, b.log.calls.back(), 30 * kMs + 152 * kUs, 30 * kMs + 154 * kUs, 7, 3, 2);
+  Analysis a = analyze(b.log, AnalysisOptions{});
+  const Finding* f = find(a, RuleId::CopySyncD2H);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->evidence.behind_op, static_cast<int64_t>(last));
+  EXPECT_NE(f->evidence.behind_op, static_cast<int64_t>(x));
+}
+
+// A blocking stream's transfer behind work on the legacy stream enqueued before it: the reverse direction.
+TEST(Analyze, ABlockingStreamsTransferNamesTheLegacyWorkItWaitedFor) {
+  Builder b;
+  b.stream_create(0x7000, 0, 0);
+  b.call(ApiKind::KernelLaunch, 1000, 6000, 0);
+  const size_t legacy = b.op(GpuOpKind::Kernel, b.log.calls.back(), 10 * kUs, 20 * kMs, 7);
+  b.copy(true, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pageable, 1 << 20, 13000,
+         20 * kMs + 9000, 0x7000);
+  b.op(GpuOpKind::Memcpy, b.log.calls.back(), 20 * kMs + 3000, 20 * kMs + 5000, 13, 3, 1);
+  Analysis a = analyze(b.log, AnalysisOptions{});
+  const Finding* f = find(a, RuleId::CopyAsyncPageableD2H);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->evidence.behind_op, static_cast<int64_t>(legacy));
+  EXPECT_EQ(f->waited_ns, 20 * kMs + 5000 - 13000);
+}
+
+// No link to work the transfer was not made to wait for: work of another thread enqueued after the copy began, work
+// in another context, or work of a stream whose kind is not known (created before we attached: it may be
+// non-blocking); only its transfer was waited for, and the rest was its own cost.
+TEST(Analyze, ATransferIsNotLinkedToWorkEnqueuedAfterItOrInAnotherContextOrOfAnUnknownStream) {
+  for (const int variant : {0, 1, 2}) {
+    SCOPED_TRACE(variant);
+    const bool other_context = variant == 1;
+    Builder b;
+    if (variant != 2) b.stream_create(0x7000, 0, 0);
+    const uint64_t launched = variant == 0 ? 200 * kUs : 1000;  // the copy began at 100 us
+    ApiCall& k = b.call(ApiKind::KernelLaunch, launched, launched + 5000, 0x7000);
+    k.thread = 1;
+    const size_t kernel = b.op(GpuOpKind::Kernel, b.log.calls.back(), 210 * kUs, 10 * kMs, 13);
+    if (other_context) b.log.ops[kernel].context = 2;
+    b.copy(false, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pinned, 8, 100 * kUs,
+           10 * kMs + 200 * kUs);
+    b.op(GpuOpKind::Memcpy, b.log.calls.back(), 10 * kMs + 5000, 10 * kMs + 7000, 7, 3, 2);
+    Analysis a = analyze(b.log, AnalysisOptions{});
+    for (const Finding& f : a.findings) {
+      if (b.log.calls[f.call].call.api != ApiKind::Copy) continue;
+      EXPECT_LT(f.evidence.behind_op, 0);
+      EXPECT_EQ(f.waited_ns, 2000u);
+    }
+  }
 }
 
 TEST(Analyze, FreeOfStreamOrderedPointerIsNotPredictedToBlock) {

@@ -167,15 +167,23 @@ TEST(Truth, EveryFindingOfEveryRecordingRestsOnWhatItClaims) {
         EXPECT_FALSE(f.evidence.by == ReleasedBy::OwnWork && op.kind == GpuOpKind::Kernel) << what;
         EXPECT_FALSE(is_own_op(op, c) && op.kind == GpuOpKind::Kernel) << what;
       }
-      // (f) what its own transfer first waited for (a graph's earlier node, earlier work in its stream, work of a
-      // stream its stream waits for) ended inside the call, no later than the transfer began (within the clock skew
-      // allowed).
+      // (f) what the work it waited for first waited for (its own transfer: a graph's earlier node, earlier work in
+      // its stream, work of a stream its stream waits for; earlier work in its stream: another stream's) ended inside
+      // the call, no later than that work began (within the clock skew allowed).
       if (!gpu_side && f.evidence.behind_op >= 0) {
-        EXPECT_EQ(f.evidence.by, ReleasedBy::OwnWork) << what;
+        EXPECT_TRUE(f.evidence.by == ReleasedBy::OwnWork || f.evidence.by == ReleasedBy::EarlierWorkSameStream) << what;
         const GpuOp& behind = log.ops[static_cast<size_t>(f.evidence.behind_op)];
-        const GpuOp& own = log.ops[static_cast<size_t>(f.evidence.op)];
+        const GpuOp& waited_for = log.ops[static_cast<size_t>(f.evidence.op)];
         EXPECT_GT(behind.end_ns, c.start_ns) << what;
-        EXPECT_LE(behind.end_ns, own.start_ns + o.gpu_gap_ns) << what;
+        EXPECT_LE(behind.end_ns, waited_for.start_ns + o.gpu_gap_ns) << what;
+        if (f.evidence.by == ReleasedBy::EarlierWorkSameStream) {
+          EXPECT_NE(behind.stream_id, waited_for.stream_id) << what;
+        }
+        // The legacy default stream's rule holds within a context.
+        if (behind.stream_id != waited_for.stream_id) {
+          EXPECT_EQ(behind.context, waited_for.context) << what;
+          EXPECT_EQ(behind.device, waited_for.device) << what;
+        }
       }
       // (e) what waited for nothing is never a warning or an error.
       if (f.level >= Level::Warning) {

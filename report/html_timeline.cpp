@@ -51,7 +51,7 @@ std::string_view role_class(TimelineWork::Role r) {
 std::string_view role_text(TimelineWork::Role r) {
   switch (r) {
     case TimelineWork::Role::Released: return "GPU work it waited for";
-    case TimelineWork::Role::QueuedBehind: return "earlier work its own transfer waited for";
+    case TimelineWork::Role::QueuedBehind: return "work that held up the work it waited for";
     case TimelineWork::Role::StillRunning: return "work still running when it returned (not waited for)";
     case TimelineWork::Role::HeldBack: return "GPU work held back by the legacy stream";
   }

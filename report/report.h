@@ -66,7 +66,7 @@ void sort_ranges(std::vector<RangeCount>& ranges);
 struct TimelineWork {
   enum class Role : uint8_t {
     Released,      // what the call waited for: the last awaited work, which released it (Evidence::op)
-    QueuedBehind,  // work its own transfer first waited for: in its stream or one it waits for (Evidence::behind_op)
+    QueuedBehind,  // work that held up the work it waited for: in its stream or one it waits for (Evidence::behind_op)
     StillRunning,  // work in its scope still running when it returned: it did not wait for it (Evidence::running_op)
     HeldBack,      // a GPU-side finding: work its legacy-stream command waited for or held back
   };

@@ -20,9 +20,9 @@ namespace {
 
 // Special stream handles and flags: analysis/events.h.
 constexpr uint32_t kBlockingSyncFlag = 0x1;  // cudaEventBlockingSync == CU_EVENT_BLOCKING_SYNC
-// How far back through earlier work of its own stream a call's late transfer is followed to the work of another
-// stream that held it: a bound on a queue of many small kernels, each found by a search.
-constexpr int kMaxLinks = 64;
+// How far back what held up the work a call waited for is followed (held_up): a bound on a queue of many small
+// kernels, each link found by a search; a queue longer than this is judged by its last links.
+constexpr int kMaxLinks = 4096;
 
 bool is_own(const GpuOp& op, const ApiCall& c) {
   return op.correlation_id == c.correlation_id ||
@@ -172,27 +172,42 @@ class Judge {
     return (a == StreamKind::LegacyDefault && blocking(b)) || (blocking(a) && b == StreamKind::LegacyDefault);
   }
 
-  // The work of another stream that op `oi`, started while call `c` held the host, could begin only after: what held
-  // it back directly (released_by), or what held back earlier work of its stream that it queued behind, where that
-  // earlier work took less of the wait than the other stream's did (else its own stream's work is the cause). -1 if
-  // none. A copy on the legacy stream behind a 1.5 us kernel that waited 59.6 ms for every blocking stream waited
-  // for their work, not for that kernel (corpus: simpleHyperQ); behind 30 ms of legacy kernels of which the first
-  // waited 50 us for a blocking stream, it waited for those kernels.
-  int64_t other_stream_cause(size_t oi, const ApiCall& c) const {
-    const GpuOp& named = log_.ops[oi];
+  // What held up op `oi` (the work call `c` is said to have waited for) once `c` had begun: the chain of what
+  // released it (released_by), then what released that, back to the call's start. Each link gets the part of the
+  // wait up to its end since the link before it ended (the oldest, since the call began). The first link of another
+  // stream is the cause when the other streams' parts add up to more than `oi`'s own stream's (simpleHyperQ: a copy
+  // behind a 1.5 us kernel on the legacy stream that waited 59.6 ms for the blocking streams' kernels waited for
+  // those); else the first link of its own stream. A link of another stream that itself waited for `oi`'s stream
+  // adds that time to its stream's side, not its own.
+  struct HeldUp {
+    int64_t own_first = -1;    // the first link in `oi`'s stream
+    int64_t other_first = -1;  // the first link in another stream
+    bool other_held_more = false;
+  };
+  HeldUp held_up(size_t oi, const ApiCall& c) const {
+    HeldUp h;
+    const uint32_t stream = log_.ops[oi].stream_id;
+    uint64_t own_part = 0, other_part = 0;
+    auto credit = [&](size_t link, uint64_t from) {
+      const GpuOp& x = log_.ops[link];
+      const uint64_t part = x.end_ns > from ? x.end_ns - from : 0;
+      int64_t& first = x.stream_id == stream ? h.own_first : h.other_first;
+      if (first < 0) first = static_cast<int64_t>(link);
+      (x.stream_id == stream ? own_part : other_part) += part;
+    };
+    int64_t link = -1;
     size_t at = oi;
     for (int links = 0; links < kMaxLinks; ++links) {
-      if (log_.ops[at].start_ns <= c.start_ns + opt_.gpu_gap_ns) return -1;  // running when the call began
+      if (log_.ops[at].start_ns <= c.start_ns + opt_.gpu_gap_ns) break;  // running when the call began
       const int64_t prev = released_by(at);
-      if (prev < 0 || log_.ops[static_cast<size_t>(prev)].end_ns <= c.start_ns) return -1;
-      const GpuOp& x = log_.ops[static_cast<size_t>(prev)];
-      if (x.stream_id != named.stream_id) {
-        const uint64_t after = named.start_ns > x.end_ns ? named.start_ns - x.end_ns : 0;
-        return x.end_ns - c.start_ns >= after ? prev : -1;
-      }
+      if (prev < 0 || log_.ops[static_cast<size_t>(prev)].end_ns <= c.start_ns) break;
+      if (link >= 0) credit(static_cast<size_t>(link), log_.ops[static_cast<size_t>(prev)].end_ns);
+      link = prev;
       at = static_cast<size_t>(prev);
     }
-    return -1;
+    if (link >= 0) credit(static_cast<size_t>(link), c.start_ns);
+    h.other_held_more = h.other_first >= 0 && other_part > own_part;
+    return h;
   }
 
   // What call `ci` can wait for (analyze.h: WaitScope), from its documented behaviour.
@@ -395,14 +410,11 @@ class Judge {
     if (is_own(op, c)) {
       ev.by = ReleasedBy::OwnWork;
       // Did its own work have to wait for other work before it could start: earlier work in its stream, or work
-      // across the legacy default stream and blocking streams (other_stream_cause: also behind earlier work of its
-      // stream that itself waited for it)?
+      // across the legacy default stream and blocking streams (held_up: also behind earlier work of its stream
+      // that itself waited for it)?
       if (op.start_ns > c.start_ns + opt_.gpu_gap_ns) {
-        const int64_t prev = released_by(static_cast<size_t>(best));
-        if (prev >= 0 && log_.ops[static_cast<size_t>(prev)].end_ns > c.start_ns) {
-          const int64_t across = other_stream_cause(static_cast<size_t>(best), c);
-          ev.behind_op = across >= 0 ? across : prev;
-        }
+        const HeldUp h = held_up(static_cast<size_t>(best), c);
+        ev.behind_op = h.other_held_more || h.own_first < 0 ? h.other_first : h.own_first;
         // Nothing held it back: the time before its transfer began was the call's own (setting the copy up,
         // staging its first chunk), and only the transfer is waited for.
         if (ev.behind_op < 0) waited = std::min(op.end_ns, c.end_ns) - std::max(op.start_ns, c.start_ns);
@@ -411,7 +423,8 @@ class Judge {
                 ((own != UINT32_MAX && op.stream_id == own) || in_scope(ci, s, static_cast<size_t>(best), true))) ||
                (s.kind == WaitScope::Device && st(ci).own_stream != UINT32_MAX && op.stream_id == st(ci).own_stream)) {
       ev.by = ReleasedBy::EarlierWorkSameStream;
-      ev.behind_op = other_stream_cause(static_cast<size_t>(best), c);
+      const HeldUp h = held_up(static_cast<size_t>(best), c);
+      if (h.other_held_more) ev.behind_op = h.other_first;
     } else {
       ev.by = ReleasedBy::OtherStreamWork;
     }

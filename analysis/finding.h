@@ -41,8 +41,8 @@ struct Evidence {
   int64_t gap_ns = 0;  // how long after that op ended the call returned (negative: before)
   // For own work that started late: what it waited for first (analyze.cpp: released_by): earlier work in its stream,
   // or work of a stream its stream waits for (the legacy default stream and blocking streams wait for each other),
-  // also when that held the earlier work of its stream back. For earlier work in its stream (`op`): such work of
-  // another stream that it began only after (other_stream_cause). -1 if none.
+  // also when that held the earlier work of its stream back for most of the wait. For earlier work in its stream
+  // (`op`): such work of another stream that held it up for most of the wait (analyze.cpp: held_up). -1 if none.
   int64_t behind_op = -1;
   // Work in the call's scope that was in flight when it began and still running when it returned: proof that it
   // did not wait for its scope (a rule said it may; it did not). -1 if none.

@@ -101,7 +101,8 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
   const std::string waited = "waited " + format_duration(f.waited_ns) + " for ";
   // Evidence::behind_op in another stream: the legacy default stream's rule is why that work came first.
   const char* across_streams =
-      ", work its stream waits for (the legacy default stream and blocking streams wait for each other's)";
+      ", work its stream waits for (the legacy default stream and the blocking streams, per-thread default ones "
+      "too, wait for each other's work)";
   switch (e.by) {
     case ReleasedBy::OwnWork: {
       std::string s = waited + "its own " + op_text(*op) + ", which ended " + gap_text(e.gap_ns);
@@ -115,7 +116,7 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
     case ReleasedBy::EarlierWorkSameStream: {
       std::string s = waited + "earlier work in its stream, " + op_text(*op) + ", which ended " + gap_text(e.gap_ns);
       if (e.behind_op >= 0)
-        s += "; it began only after " + op_text(log.ops[static_cast<size_t>(e.behind_op)]) + across_streams;
+        s += "; that work began only after " + op_text(log.ops[static_cast<size_t>(e.behind_op)]) + across_streams;
       return s + then_own();
     }
     case ReleasedBy::OtherStreamWork:

@@ -526,9 +526,10 @@ TEST(Analyze, ABlockingStreamsTransferNamesTheLegacyWorkItWaitedFor) {
   EXPECT_EQ(f->waited_ns, 20 * kMs + 5000 - 13000);
 }
 
-// No link to work the transfer was not made to wait for: work of another thread enqueued after the copy began, work
+// No link to work the transfer was not shown to wait for: work of another thread enqueued after the copy began, work
 // in another context, or work of a stream whose kind is not known (created before we attached: it may be
-// non-blocking); only its transfer was waited for, and the rest was its own cost.
+// non-blocking). (Only the transfer then counts as waited; where such work did hold it, that time reads as its own
+// cost: docs/report-format.md says so.)
 TEST(Analyze, ATransferIsNotLinkedToWorkEnqueuedAfterItOrInAnotherContextOrOfAnUnknownStream) {
   for (const int variant : {0, 1, 2}) {
     SCOPED_TRACE(variant);
@@ -544,12 +545,59 @@ TEST(Analyze, ATransferIsNotLinkedToWorkEnqueuedAfterItOrInAnotherContextOrOfAnU
            10 * kMs + 200 * kUs);
     b.op(GpuOpKind::Memcpy, b.log.calls.back(), 10 * kMs + 5000, 10 * kMs + 7000, 7, 3, 2);
     Analysis a = analyze(b.log, AnalysisOptions{});
+    size_t copies = 0;
     for (const Finding& f : a.findings) {
       if (b.log.calls[f.call].call.api != ApiKind::Copy) continue;
+      ++copies;
       EXPECT_LT(f.evidence.behind_op, 0);
-      EXPECT_EQ(f.waited_ns, 2000u);
     }
+    EXPECT_EQ(copies, 1u);
   }
+}
+
+// The second review's cases (126d942). (a) Work of another stream that itself waited for the copy's stream: K0 on
+// the legacy stream (20 ms), then x on a blocking stream (10 us, enqueued after K0: it waited for K0), then K1 on the
+// legacy stream (5 ms), then the copy. The wait was K0's and K1's, not x's; without K1, K0's through x.
+// (b) A queue longer than a few links: 100 legacy kernels of 2 us behind a 60 ms kernel of a blocking stream.
+TEST(Analyze, WhatHeldUpACopyIsWhatTookMostOfItsWait) {
+  for (const bool with_k1 : {true, false}) {
+    SCOPED_TRACE(with_k1);
+    Builder b;
+    b.stream_create(0x7000, 0, 0);
+    b.call(ApiKind::KernelLaunch, 1000, 2000, 0);
+    const size_t k0 = b.op(GpuOpKind::Kernel, b.log.calls.back(), 10 * kUs, 20 * kMs, 7);
+    b.call(ApiKind::KernelLaunch, 3000, 4000, 0x7000);
+    b.op(GpuOpKind::Kernel, b.log.calls.back(), 20 * kMs + 1000, 20 * kMs + 11000, 13);
+    uint64_t copy_at = 20 * kMs + 12000;
+    size_t k1 = 0;
+    if (with_k1) {
+      b.call(ApiKind::KernelLaunch, 5000, 6000, 0);
+      k1 = b.op(GpuOpKind::Kernel, b.log.calls.back(), 20 * kMs + 12000, 25 * kMs, 7);
+      copy_at = 25 * kMs + 1000;
+    }
+    b.copy(false, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pinned, 8, 100 * kUs,
+           copy_at + 9000);
+    b.op(GpuOpKind::Memcpy, b.log.calls.back(), copy_at, copy_at + 2000, 7, 3, 2);
+    Analysis a = analyze(b.log, AnalysisOptions{});
+    const Finding* f = find(a, RuleId::CopySyncD2H);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->evidence.behind_op, static_cast<int64_t>(with_k1 ? k1 : k0));
+  }
+  Builder b;
+  b.stream_create(0x7000, 0, 0);
+  b.call(ApiKind::KernelLaunch, 1000, 2000, 0x7000);
+  const size_t long_kernel = b.op(GpuOpKind::Kernel, b.log.calls.back(), 10 * kUs, 60 * kMs, 13);
+  uint64_t t = 60 * kMs + 1000;
+  for (int k = 0; k < 100; ++k, t += 2000) {
+    b.call(ApiKind::KernelLaunch, 3000 + 100 * k, 3050 + 100 * k, 0);
+    b.op(GpuOpKind::Kernel, b.log.calls.back(), t, t + 2000, 7);
+  }
+  b.copy(false, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pinned, 8, 100 * kUs, t + 9000);
+  b.op(GpuOpKind::Memcpy, b.log.calls.back(), t, t + 2000, 7, 3, 2);
+  Analysis a = analyze(b.log, AnalysisOptions{});
+  const Finding* f = find(a, RuleId::CopySyncD2H);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->evidence.behind_op, static_cast<int64_t>(long_kernel));
 }
 
 TEST(Analyze, FreeOfStreamOrderedPointerIsNotPredictedToBlock) {

@@ -173,40 +173,40 @@ class Judge {
   }
 
   // What held up op `oi` (the work call `c` is said to have waited for) once `c` had begun: the chain of what
-  // released it (released_by), then what released that, back to the call's start. Each link gets the part of the
-  // wait up to its end since the link before it ended (the oldest, since the call began). The first link of another
-  // stream is the cause when the other streams' parts add up to more than `oi`'s own stream's (simpleHyperQ: a copy
-  // behind a 1.5 us kernel on the legacy stream that waited 59.6 ms for the blocking streams' kernels waited for
-  // those); else the first link of its own stream. A link of another stream that itself waited for `oi`'s stream
-  // adds that time to its stream's side, not its own.
+  // released it (released_by), then what released that, back to the call's start. Each link holds the part of the
+  // wait it ran (since the call began): each started as the one before it ended, so idle time that no link explains
+  // is nobody's. When the links of other streams ran longer than those of `oi`'s own stream, the longest of them is
+  // what held it up (simpleHyperQ: a copy behind a 1.5 us kernel on the legacy stream that waited 59.6 ms for the
+  // blocking streams' kernels waited for those); else its own stream's work did.
   struct HeldUp {
-    int64_t own_first = -1;    // the first link in `oi`'s stream
-    int64_t other_first = -1;  // the first link in another stream
+    int64_t own_first = -1;      // the first link in `oi`'s stream
+    int64_t other_longest = -1;  // the link of another stream that ran longest
     bool other_held_more = false;
   };
   HeldUp held_up(size_t oi, const ApiCall& c) const {
     HeldUp h;
     const uint32_t stream = log_.ops[oi].stream_id;
-    uint64_t own_part = 0, other_part = 0;
-    auto credit = [&](size_t link, uint64_t from) {
-      const GpuOp& x = log_.ops[link];
-      const uint64_t part = x.end_ns > from ? x.end_ns - from : 0;
-      int64_t& first = x.stream_id == stream ? h.own_first : h.other_first;
-      if (first < 0) first = static_cast<int64_t>(link);
-      (x.stream_id == stream ? own_part : other_part) += part;
-    };
-    int64_t link = -1;
+    uint64_t own_part = 0, other_part = 0, longest = 0;
     size_t at = oi;
     for (int links = 0; links < kMaxLinks; ++links) {
       if (log_.ops[at].start_ns <= c.start_ns + opt_.gpu_gap_ns) break;  // running when the call began
       const int64_t prev = released_by(at);
       if (prev < 0 || log_.ops[static_cast<size_t>(prev)].end_ns <= c.start_ns) break;
-      if (link >= 0) credit(static_cast<size_t>(link), log_.ops[static_cast<size_t>(prev)].end_ns);
-      link = prev;
+      const GpuOp& x = log_.ops[static_cast<size_t>(prev)];
+      const uint64_t part = x.end_ns - std::max(x.start_ns, c.start_ns);
+      if (x.stream_id == stream) {
+        own_part += part;
+        if (h.own_first < 0) h.own_first = prev;
+      } else {
+        other_part += part;
+        if (h.other_longest < 0 || part > longest) {
+          h.other_longest = prev;
+          longest = part;
+        }
+      }
       at = static_cast<size_t>(prev);
     }
-    if (link >= 0) credit(static_cast<size_t>(link), c.start_ns);
-    h.other_held_more = h.other_first >= 0 && other_part > own_part;
+    h.other_held_more = h.other_longest >= 0 && other_part > own_part;
     return h;
   }
 
@@ -414,7 +414,7 @@ class Judge {
       // that itself waited for it)?
       if (op.start_ns > c.start_ns + opt_.gpu_gap_ns) {
         const HeldUp h = held_up(static_cast<size_t>(best), c);
-        ev.behind_op = h.other_held_more || h.own_first < 0 ? h.other_first : h.own_first;
+        ev.behind_op = h.other_held_more || h.own_first < 0 ? h.other_longest : h.own_first;
         // Nothing held it back: the time before its transfer began was the call's own (setting the copy up,
         // staging its first chunk), and only the transfer is waited for.
         if (ev.behind_op < 0) waited = std::min(op.end_ns, c.end_ns) - std::max(op.start_ns, c.start_ns);
@@ -424,7 +424,7 @@ class Judge {
                (s.kind == WaitScope::Device && st(ci).own_stream != UINT32_MAX && op.stream_id == st(ci).own_stream)) {
       ev.by = ReleasedBy::EarlierWorkSameStream;
       const HeldUp h = held_up(static_cast<size_t>(best), c);
-      if (h.other_held_more) ev.behind_op = h.other_first;
+      if (h.other_held_more) ev.behind_op = h.other_longest;
     } else {
       ev.by = ReleasedBy::OtherStreamWork;
     }

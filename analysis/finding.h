@@ -39,10 +39,10 @@ struct Evidence {
   ReleasedBy by = ReleasedBy::NothingOnGpu;
   int64_t op = -1;     // index into EventLog::ops of the last awaited (or, GPU-side, delayed) work, -1 if none
   int64_t gap_ns = 0;  // how long after that op ended the call returned (negative: before)
-  // For own work that started late: what it waited for first (analyze.cpp: released_by): earlier work in its stream,
-  // or work of a stream its stream waits for (the legacy default stream and blocking streams wait for each other),
-  // also when that held the earlier work of its stream back for most of the wait. For earlier work in its stream
-  // (`op`): such work of another stream that held it up for most of the wait (analyze.cpp: held_up). -1 if none.
+  // What held up the work it waited for (analyze.cpp: held_up). For its own work that started late: the earlier
+  // work in its stream it first waited for, or, where the work of streams its stream waits for (the legacy default
+  // stream and blocking streams wait for each other) held it up longer, the longest of that. For earlier work in its
+  // stream (`op`): that other streams' work, only where it held that work up longer. -1 if none.
   int64_t behind_op = -1;
   // Work in the call's scope that was in flight when it began and still running when it returned: proof that it
   // did not wait for its scope (a rule said it may; it did not). -1 if none.

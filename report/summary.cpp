@@ -108,15 +108,15 @@ std::string evidence_text(const EventLog& log, const Finding& f) {
       std::string s = waited + "its own " + op_text(*op) + ", which ended " + gap_text(e.gap_ns);
       if (e.behind_op >= 0) {
         const GpuOp& behind = log.ops[static_cast<size_t>(e.behind_op)];
-        s += "; it first waited for " + op_text(behind) +
-             (behind.stream_id == op->stream_id ? " in its stream" : across_streams);
+        s += behind.stream_id == op->stream_id ? "; it first waited for " + op_text(behind) + " in its stream"
+                                               : "; it waited mostly for " + op_text(behind) + across_streams;
       }
       return s + then_own();
     }
     case ReleasedBy::EarlierWorkSameStream: {
       std::string s = waited + "earlier work in its stream, " + op_text(*op) + ", which ended " + gap_text(e.gap_ns);
       if (e.behind_op >= 0)
-        s += "; that work began only after " + op_text(log.ops[static_cast<size_t>(e.behind_op)]) + across_streams;
+        s += "; that work was held up mostly by " + op_text(log.ops[static_cast<size_t>(e.behind_op)]) + across_streams;
       return s + then_own();
     }
     case ReleasedBy::OtherStreamWork:

@@ -600,6 +600,97 @@ TEST(Analyze, WhatHeldUpACopyIsWhatTookMostOfItsWait) {
   EXPECT_EQ(f->evidence.behind_op, static_cast<int64_t>(long_kernel));
 }
 
+// The third review's cases (e222ffd). A chain across streams names the link that ran longest on the side that held
+// the copy longer, not the first link of that side: (S1) B0 on a blocking stream (20 ms), legacy K (20 ms), B1 on
+// another blocking stream (10 us), then the copy: B0, not B1; (S3) K0 legacy (0.19 ms), B blocking (20 ms), K1 legacy
+// (10 us), then the copy: B, not K1. (S5) Idle time no link explains holds nobody: a 10 us blocking kernel that
+// began at 20 ms with nothing before it, then a 10 ms legacy kernel, then the copy: the legacy kernel.
+TEST(Analyze, AChainAcrossStreamsNamesTheLinkThatRanLongest) {
+  struct Op {
+    uint64_t stream_handle;  // 0: legacy
+    uint32_t cupti_stream;
+    uint64_t start, end;
+  };
+  auto run = [](const std::vector<Op>& ops, size_t expected) {
+    Builder b;
+    b.stream_create(0x7000, 0, 0);
+    b.stream_create(0x7100, 0, 0);
+    std::vector<size_t> index;
+    uint64_t t = 1000;
+    for (const Op& o : ops) {
+      b.call(ApiKind::KernelLaunch, t, t + 500, o.stream_handle);
+      index.push_back(b.op(GpuOpKind::Kernel, b.log.calls.back(), o.start, o.end, o.cupti_stream));
+      t += 1000;
+    }
+    const uint64_t at = ops.back().end + 1000;
+    b.copy(false, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pinned, 8, 100 * kUs, at + 9000);
+    b.op(GpuOpKind::Memcpy, b.log.calls.back(), at, at + 2000, 7, 3, 2);
+    Analysis a = analyze(b.log, AnalysisOptions{});
+    const Finding* f = find(a, RuleId::CopySyncD2H);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->evidence.behind_op, static_cast<int64_t>(index[expected]));
+  };
+  {
+    SCOPED_TRACE("S1");
+    run({{0x7000, 13, 10 * kUs, 20 * kMs + 200 * kUs},
+         {0, 7, 20 * kMs + 201 * kUs, 40 * kMs + 200 * kUs},
+         {0x7100, 15, 40 * kMs + 201 * kUs, 40 * kMs + 211 * kUs}},
+        0);
+  }
+  {
+    SCOPED_TRACE("S3");
+    run({{0, 7, 10 * kUs, 290 * kUs},
+         {0x7000, 13, 291 * kUs, 20 * kMs + 291 * kUs},
+         {0, 7, 20 * kMs + 292 * kUs, 20 * kMs + 302 * kUs}},
+        1);
+  }
+  {
+    SCOPED_TRACE("S5");
+    run({{0x7000, 13, 20 * kMs, 20 * kMs + 10 * kUs}, {0, 7, 20 * kMs + 11 * kUs, 30 * kMs + 11 * kUs}}, 1);
+  }
+}
+
+// cudaStreamSynchronize(0) behind legacy kernels that held it longer than the blocking stream's kernel between them:
+// K0 legacy (20 ms), x blocking (10 us), K1 legacy (5 ms): its evidence names K1 and nothing it began after.
+TEST(Analyze, AStreamSyncWhoseOwnStreamHeldItLongerNamesNoOtherStream) {
+  Builder b;
+  b.stream_create(0x7000, 0, 0);
+  b.call(ApiKind::KernelLaunch, 1000, 2000, 0);
+  b.op(GpuOpKind::Kernel, b.log.calls.back(), 10 * kUs, 20 * kMs, 7);
+  b.call(ApiKind::KernelLaunch, 3000, 4000, 0x7000);
+  b.op(GpuOpKind::Kernel, b.log.calls.back(), 20 * kMs + 1000, 20 * kMs + 11000, 13);
+  b.call(ApiKind::KernelLaunch, 5000, 6000, 0);
+  const size_t k1 = b.op(GpuOpKind::Kernel, b.log.calls.back(), 20 * kMs + 12000, 25 * kMs, 7);
+  b.call(ApiKind::StreamSynchronize, 100 * kUs, 25 * kMs + 9000, 0);
+  Analysis a = analyze(b.log, AnalysisOptions{});
+  const Finding* f = find(a, RuleId::StreamSynchronize);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->evidence.op, static_cast<int64_t>(k1));
+  EXPECT_EQ(f->evidence.by, ReleasedBy::EarlierWorkSameStream);
+  EXPECT_LT(f->evidence.behind_op, 0);
+}
+
+// The bound on the chain (kMaxLinks, 4096 links): a longer queue of short kernels is judged by the links followed,
+// and work beyond them is not credited to the last one followed.
+TEST(Analyze, AQueueLongerThanTheChainsBoundIsJudgedByTheLinksFollowed) {
+  Builder b;
+  b.stream_create(0x7000, 0, 0);
+  b.call(ApiKind::KernelLaunch, 1000, 2000, 0x7000);
+  b.op(GpuOpKind::Kernel, b.log.calls.back(), 10 * kUs, 60 * kMs, 13);
+  uint64_t t = 60 * kMs + 1000;
+  size_t last = 0;
+  for (int k = 0; k < 4097; ++k, t += 2000) {
+    b.call(ApiKind::KernelLaunch, 3000 + 10 * k, 3005 + 10 * k, 0);
+    last = b.op(GpuOpKind::Kernel, b.log.calls.back(), t, t + 2000, 7);
+  }
+  b.copy(false, rules::CopyDirection::DeviceToHost, MemoryKind::Device, MemoryKind::Pinned, 8, 100 * kUs, t + 9000);
+  b.op(GpuOpKind::Memcpy, b.log.calls.back(), t, t + 2000, 7, 3, 2);
+  Analysis a = analyze(b.log, AnalysisOptions{});
+  const Finding* f = find(a, RuleId::CopySyncD2H);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->evidence.behind_op, static_cast<int64_t>(last));  // its stream's, the first link
+}
+
 TEST(Analyze, FreeOfStreamOrderedPointerIsNotPredictedToBlock) {
   Builder b;
   ApiCall& m = b.call(ApiKind::StreamOrderedAlloc, 0, 1000, 0x10);

@@ -33,6 +33,45 @@ std::string summary_line(const std::string& text) {
   return at == std::string::npos ? "" : text.substr(at, text.find(';', at) - at);
 }
 
+// What held up the awaited work (Evidence::behind_op): in its own stream "it first waited for ... in its stream";
+// in a stream its stream waits for (the legacy default stream's rule) "it waited mostly for ..., work its stream
+// waits for"; for earlier work in its stream, "that work was held up mostly by ...".
+TEST(Summary, EvidenceSaysWhatHeldUpTheAwaitedWork) {
+  EventLog log;
+  auto op = [&](GpuOpKind kind, uint32_t stream, uint64_t start, uint64_t end) {
+    GpuOp o;
+    o.kind = kind;
+    o.stream_id = stream;
+    o.start_ns = start;
+    o.end_ns = end;
+    o.bytes = 8;
+    log.ops.push_back(o);
+  };
+  op(GpuOpKind::Memcpy, 7, 20'000'000, 20'002'000);  // 0: the awaited work, on the legacy stream (7)
+  op(GpuOpKind::Kernel, 13, 10'000, 19'990'000);     // 1: a blocking stream's kernel
+  op(GpuOpKind::Kernel, 7, 10'000, 19'995'000);      // 2: earlier work of stream 7
+  Finding f;
+  f.waited_ns = 20'000'000;
+  f.evidence.op = 0;
+  f.evidence.by = ReleasedBy::OwnWork;
+  f.evidence.behind_op = 1;
+  std::string text = evidence_text(log, f);
+  EXPECT_NE(text.find("; it waited mostly for kernel"), std::string::npos) << text;
+  EXPECT_NE(text.find("on stream 13), work its stream waits for (the legacy default stream"), std::string::npos)
+      << text;
+  f.evidence.behind_op = 2;
+  text = evidence_text(log, f);
+  EXPECT_NE(text.find("on stream 7) in its stream"), std::string::npos) << text;
+  EXPECT_EQ(text.find("work its stream waits for"), std::string::npos) << text;
+  f.evidence.by = ReleasedBy::EarlierWorkSameStream;
+  f.evidence.behind_op = 1;
+  text = evidence_text(log, f);
+  EXPECT_NE(text.find("earlier work in its stream, memcpy"), std::string::npos) << text;
+  EXPECT_NE(text.find("; that work was held up mostly by kernel"), std::string::npos) << text;
+  f.evidence.behind_op = -1;
+  EXPECT_EQ(evidence_text(log, f).find("held up"), std::string::npos);
+}
+
 // A run that ended by a fault says where (RunInfo::fault): in the summary, and in the JSON only then, read back and
 // merged per process.
 TEST(Summary, AFaultSaysWhereAndReadsBack) {

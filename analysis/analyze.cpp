@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
 #include "analysis/analyzer.h"
@@ -150,19 +151,26 @@ class Judge {
         waits_across(kind, StreamKind::LegacyDefault) || waits_across(kind, StreamKind::Blocking);
     if (producer < 0 || !may_wait_across) return best;
     const uint64_t began = log_.calls[static_cast<size_t>(producer)].start_ns;
-    const std::vector<size_t>& by_end = idx_->ops_by_end();
-    const uint64_t from = op.start_ns > opt_.gpu_gap_ns ? op.start_ns - opt_.gpu_gap_ns : 0;
-    auto it = std::lower_bound(by_end.begin(), by_end.end(), from,
-                               [&](size_t x, uint64_t t) { return log_.ops[x].end_ns < t; });
-    for (; it != by_end.end() && log_.ops[*it].end_ns <= op.start_ns; ++it) {
-      const GpuOp& x = log_.ops[*it];
-      if (*it == oi || x.start_ns == 0 || x.stream_id == op.stream_id) continue;
+    for (const size_t xi : ops_ending_just_before(op.start_ns)) {
+      const GpuOp& x = log_.ops[xi];
+      if (xi == oi || x.start_ns == 0 || x.stream_id == op.stream_id) continue;
       if (x.device != op.device || x.context != op.context) continue;  // the rule holds within a context
-      if (!waits_across(kind, idx_->op_stream_kind[*it])) continue;
-      if (idx_->enqueue_ns[*it] == 0 || idx_->enqueue_ns[*it] > began) continue;  // not enqueued before it
-      if (best < 0 || x.end_ns > log_.ops[static_cast<size_t>(best)].end_ns) best = static_cast<int64_t>(*it);
+      if (!waits_across(kind, idx_->op_stream_kind[xi])) continue;
+      if (idx_->enqueue_ns[xi] == 0 || idx_->enqueue_ns[xi] > began) continue;  // not enqueued before it
+      if (best < 0 || x.end_ns > log_.ops[static_cast<size_t>(best)].end_ns) best = static_cast<int64_t>(xi);
     }
     return best;
+  }
+
+  // The work ops that ended at most the clock skew allowed before `t`, and not after it, in the order they ended.
+  std::span<const size_t> ops_ending_just_before(uint64_t t) const {
+    const std::vector<size_t>& by_end = idx_->ops_by_end();
+    const uint64_t from = t > opt_.gpu_gap_ns ? t - opt_.gpu_gap_ns : 0;
+    const auto first = std::lower_bound(by_end.begin(), by_end.end(), from,
+                                        [&](size_t x, uint64_t u) { return log_.ops[x].end_ns < u; });
+    const auto last =
+        std::upper_bound(first, by_end.end(), t, [&](uint64_t u, size_t x) { return u < log_.ops[x].end_ns; });
+    return {first, last};
   }
 
   // Whether work in a stream of kind `a` waits for work of another stream of kind `b` enqueued before it, by the
@@ -533,14 +541,12 @@ class Judge {
     // Delay in: the legacy op started late, right after work in another blocking stream ended.
     const uint64_t in = held_back(li);
     if (in > opt_.gpu_gap_ns) {
-      for (size_t oi : idx_->ops_by_end()) {
+      for (const size_t oi : ops_ending_just_before(legacy.start_ns)) {
         const GpuOp& x = log_.ops[oi];
         if (oi == li || x.stream_id == legacy.stream_id || !blocking_kind(idx_->op_stream_kind[oi])) continue;
-        if (x.end_ns <= legacy.start_ns && x.end_ns + opt_.gpu_gap_ns >= legacy.start_ns) {
-          delay_in = in;
-          f.evidence.op = static_cast<int64_t>(oi);
-          f.evidence.by = ReleasedBy::OtherStreamWork;
-        }
+        delay_in = in;
+        f.evidence.op = static_cast<int64_t>(oi);
+        f.evidence.by = ReleasedBy::OtherStreamWork;
       }
     }
     // Delay out: work in other blocking streams, enqueued before the legacy op ended, started only when it ended.
